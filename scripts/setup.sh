@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Install what a fresh Debian 12 machine lacks, then configure and build flashdraft into build/.
+# Usage: bash scripts/setup.sh            (run as root, or with sudo available)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(build-essential cmake ninja-build pkg-config ccache git
+  libpcre2-dev libutf8proc-dev nlohmann-json3-dev libcli11-dev libfmt-dev
+  libopenblas-dev libgtest-dev libgmock-dev libbenchmark-dev nodejs npm)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# Node may come from outside Debian (e.g. /usr/local); then npm is already there.
+if command -v npm >/dev/null; then
+  missing=("${missing[@]/nodejs}"); missing=("${missing[@]/npm}")
+fi
+read -ra missing <<<"${missing[*]}"
+if ((${#missing[@]})); then
+  sudo=""; [[ $(id -u) -eq 0 ]] || sudo=sudo
+  echo "setup: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake --build build -j"$(nproc)"
+echo "setup: done; the binary is build/flashdraft"
