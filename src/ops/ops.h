@@ -1,0 +1,63 @@
+#pragma once
+// The op interface every backend implements. Signatures stay plain (pointers
+// + sizes, row-major, fp32) so the CUDA backend can declare the same list in
+// namespace flashdraft::ops::cuda taking device pointers, and one parity
+// harness can run both. ops::cpu is the reference: each op is checked against
+// a naive double-precision version in tests/ops/.
+//
+// Layouts follow Hugging Face: a Linear weight is [out, in]; per-token head
+// vectors are [rows, heads, head_dim]; a KV cache is [tokens, kv_heads, head_dim].
+#include <cstdint>
+
+namespace flashdraft::ops::cpu {
+
+// Threads OpenBLAS uses for GEMM. n <= 0 leaves OpenBLAS's own choice, which
+// honours OPENBLAS_NUM_THREADS.
+void set_num_threads(int n);
+int num_threads();
+
+// y[n, out] = x[n, in] · w[out, in]^T  (+ bias[out] when bias != nullptr).
+// y must not alias x or w.
+void matmul_wt(const float* x, const float* w, const float* bias, float* y, int64_t n, int64_t in,
+               int64_t out);
+
+// y[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * weight. y may equal x.
+void rmsnorm(const float* x, const float* weight, float* y, int64_t rows, int64_t dim, float eps);
+
+// inv_freq[i] = 1 / theta^(2i / head_dim) for i < head_dim / 2, computed with
+// the same float32 roundings as Hugging Face's default RoPE init, so angles
+// (and hence logits) match the reference at long positions.
+void rope_inv_freq(double theta, int64_t head_dim, float* inv_freq);
+
+// Rotates x[rows, heads, head_dim] in place; row r is at positions[r]. Neox
+// layout (Qwen, Llama in HF): element i pairs with i + head_dim / 2.
+void rope_neox(float* x, const int64_t* positions, const float* inv_freq, int64_t rows,
+               int64_t heads, int64_t head_dim);
+
+// Grouped-query attention. q: [nq, n_heads, head_dim]; k, v: [nkv, n_kv_heads,
+// head_dim]; out: [nq, n_heads, head_dim]. Query head h reads kv head
+// h / (n_heads / n_kv_heads). Query i sits at position q_pos0 + i and key j at
+// position j; with causal, key j is visible to query i iff j <= q_pos0 + i.
+// Scores are scaled by `scale` (1/sqrt(head_dim) for Qwen3).
+void attention(const float* q, const float* k, const float* v, float* out, int64_t nq, int64_t nkv,
+               int64_t q_pos0, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float scale,
+               bool causal);
+
+// out[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + exp(-x)). out may equal gate or up.
+void silu_glu(const float* gate, const float* up, float* out, int64_t n);
+
+// out[r, :] = table[ids[r], :]. Throws flashdraft::Error for an id outside [0, vocab).
+void embedding(const float* table, int64_t vocab, int64_t dim, const int32_t* ids, int64_t n,
+               float* out);
+
+// y[i] += x[i] (residual connections).
+void add(float* y, const float* x, int64_t n);
+
+// Numerically stable softmax in place, over one vector or each row.
+void softmax(float* x, int64_t n);
+void softmax_rows(float* x, int64_t rows, int64_t cols);
+
+// Index of the largest element; the first one on ties (as torch.argmax on CPU).
+int64_t argmax(const float* x, int64_t n);
+
+}  // namespace flashdraft::ops::cpu
