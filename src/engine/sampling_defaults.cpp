@@ -1,0 +1,34 @@
+#include "engine/sampling_defaults.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace flashdraft::engine {
+
+SamplingParams defaults_from(const io::GenerationConfig& g) {
+  SamplingParams p;
+  if (g.temperature) p.temperature = *g.temperature;
+  if (g.do_sample == false) p.temperature = 0.0;
+  if (g.top_k && *g.top_k > 0) {
+    p.top_k = static_cast<int>(std::min<int64_t>(*g.top_k, std::numeric_limits<int>::max()));
+  }
+  if (g.top_p) p.top_p = *g.top_p;
+  if (g.min_p) p.min_p = *g.min_p;
+  if (g.max_new_tokens) {
+    p.max_tokens = static_cast<int>(std::min<int64_t>(*g.max_new_tokens, std::numeric_limits<int>::max()));
+  }
+  return p;
+}
+
+std::vector<int32_t> eos_token_ids(const io::GenerationConfig& generation, const io::ModelConfig& model) {
+  std::vector<int32_t> ids;
+  auto add = [&](int64_t id) {
+    const auto v = static_cast<int32_t>(id);
+    if (std::find(ids.begin(), ids.end(), v) == ids.end()) ids.push_back(v);
+  };
+  for (int64_t id : generation.eos_token_ids) add(id);
+  for (int64_t id : model.eos_token_ids) add(id);
+  return ids;
+}
+
+}  // namespace flashdraft::engine

@@ -1,0 +1,86 @@
+// Sampled frequencies follow probs(): a chi-square goodness-of-fit test.
+//
+// False-alarm rate: the critical value is the chi-square quantile at
+// alpha = 1e-4 (Wilson-Hilferty approximation, accurate to a few percent for
+// these degrees of freedom), so a correct sampler fails for about 1 seed in
+// 10,000. The seed is fixed, so the test is deterministic; it was not chosen
+// to pass.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "engine/sampler.h"
+
+namespace flashdraft::engine {
+namespace {
+
+// Upper-tail chi-square quantile for `df` degrees of freedom, given the
+// matching standard-normal quantile z (Wilson-Hilferty).
+double chi_square_critical(int df, double z) {
+  const double a = 2.0 / (9.0 * df);
+  return df * std::pow(1.0 - a + z * std::sqrt(a), 3.0);
+}
+constexpr double kZAlpha1e4 = 3.719;  // P(N(0,1) > 3.719) = 1e-4
+
+double chi_square(const std::vector<int>& counts, const std::vector<double>& expected_probs, int n) {
+  double chi2 = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    if (expected_probs[i] <= 0) continue;
+    const double e = expected_probs[i] * n;
+    chi2 += (counts[i] - e) * (counts[i] - e) / e;
+  }
+  return chi2;
+}
+
+TEST(SamplerStatistics, FrequenciesMatchFilteredDistribution) {
+  const std::vector<float> logits = {2.0f, 1.2f, 0.3f, -0.4f, 1.9f, -3.0f, 0.8f, 0.0f, -1.0f, 1.0f};
+  SamplingParams params;
+  params.temperature = 0.9;
+  params.top_k = 8;
+  params.top_p = 0.97;
+  params.min_p = 0.05;
+  params.seed = 20261121;
+  Sampler sampler(params);
+  const std::vector<float> p = sampler.probs(logits);
+  std::vector<double> expected(p.begin(), p.end());
+
+  int support = 0;
+  for (double q : expected) support += q > 0;
+  ASSERT_GE(support, 4);                                 // the filters left a real distribution
+  ASSERT_LT(support, static_cast<int>(logits.size()));  // ...and removed something
+
+  constexpr int kDraws = 200000;
+  std::vector<int> counts(logits.size(), 0);
+  for (int i = 0; i < kDraws; ++i) ++counts[sampler.sample(logits)];
+
+  for (size_t i = 0; i < counts.size(); ++i) {
+    if (expected[i] == 0) {
+      EXPECT_EQ(counts[i], 0) << "filtered token " << i << " was sampled";
+    }
+  }
+  const double critical = chi_square_critical(support - 1, kZAlpha1e4);
+  const double chi2 = chi_square(counts, expected, kDraws);
+  EXPECT_LT(chi2, critical) << "df " << support - 1;
+
+  // The test has power: the same counts reject a distribution that moves 5%
+  // of the mass between the two most likely tokens.
+  std::vector<double> shifted = expected;
+  const double delta = 0.05 * std::min(expected[0], expected[4]);
+  shifted[0] += delta;
+  shifted[4] -= delta;
+  const double chi2_shifted = chi_square(counts, shifted, kDraws);
+  EXPECT_GT(chi2_shifted, critical);
+}
+
+TEST(SamplerStatistics, GreedyNeverSamplesAnythingElse) {
+  const std::vector<float> logits = {0.1f, 0.2f, 0.19f};
+  SamplingParams params;
+  params.temperature = 0.0;
+  params.seed = 5;
+  Sampler sampler(params);
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(sampler.sample(logits), 1);
+}
+
+}  // namespace
+}  // namespace flashdraft::engine

@@ -1,0 +1,62 @@
+#include "engine/sampling_defaults.h"
+
+#include <gtest/gtest.h>
+
+namespace flashdraft::engine {
+namespace {
+
+TEST(SamplingDefaults, Qwen3GenerationConfig) {
+  const io::GenerationConfig g = io::parse_generation_config(
+      R"({"do_sample": true, "temperature": 0.6, "top_k": 20, "top_p": 0.95,
+          "eos_token_id": [151645, 151643], "bos_token_id": 151643})",
+      "generation_config.json");
+  const SamplingParams p = defaults_from(g);
+  EXPECT_DOUBLE_EQ(p.temperature, 0.6);
+  EXPECT_EQ(p.top_k, 20);
+  EXPECT_DOUBLE_EQ(p.top_p, 0.95);
+  EXPECT_DOUBLE_EQ(p.min_p, 0.0);
+  EXPECT_EQ(p.max_tokens, SamplingParams{}.max_tokens);
+  EXPECT_TRUE(p.stop_token_ids.empty());  // EOS goes to the loop's EOS list
+  EXPECT_FALSE(p.seed.has_value());
+}
+
+TEST(SamplingDefaults, EmptyConfigKeepsSamplingParamsDefaults) {
+  const SamplingParams p = defaults_from(io::GenerationConfig{});
+  const SamplingParams d;
+  EXPECT_EQ(p.temperature, d.temperature);
+  EXPECT_EQ(p.top_k, d.top_k);
+  EXPECT_EQ(p.top_p, d.top_p);
+  EXPECT_EQ(p.min_p, d.min_p);
+  EXPECT_EQ(p.max_tokens, d.max_tokens);
+}
+
+TEST(SamplingDefaults, DoSampleFalseIsGreedy) {
+  io::GenerationConfig g;
+  g.do_sample = false;
+  g.temperature = 0.7;
+  EXPECT_EQ(defaults_from(g).temperature, 0.0);
+  g.do_sample = true;
+  EXPECT_EQ(defaults_from(g).temperature, 0.7);
+}
+
+TEST(SamplingDefaults, MinPMaxNewTokensAndDisabledTopK) {
+  io::GenerationConfig g;
+  g.min_p = 0.05;
+  g.max_new_tokens = 1024;
+  g.top_k = -1;  // vLLM's spelling of "off"
+  const SamplingParams p = defaults_from(g);
+  EXPECT_DOUBLE_EQ(p.min_p, 0.05);
+  EXPECT_EQ(p.max_tokens, 1024);
+  EXPECT_EQ(p.top_k, 0);
+}
+
+TEST(SamplingDefaults, EosIdsMergeWithoutRepeats) {
+  io::GenerationConfig g;
+  g.eos_token_ids = {151645, 151643};
+  io::ModelConfig m;
+  m.eos_token_ids = {151643, 7};
+  EXPECT_EQ(eos_token_ids(g, m), (std::vector<int32_t>{151645, 151643, 7}));
+}
+
+}  // namespace
+}  // namespace flashdraft::engine
