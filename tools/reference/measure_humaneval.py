@@ -1,0 +1,122 @@
+"""Measure DFlash acceptance with the reference loop on HumanEval prompts.
+
+Usage:
+  measure_humaneval.py plain   --target DIR --prompts humaneval.jsonl --out plain.json
+  measure_humaneval.py dflash  --target DIR --drafter DIR --temperature T --prompts ... --out res.json
+                               [--plain plain.json]   (greedy only: check output == plain greedy)
+Prompts are fed raw (completion style, no chat template), tokenized with the target's
+tokenizer.json. Everything runs in float64 by default so that batch shape or padding
+cannot flip an argmax. Results are rewritten after every prompt, so a run cut short
+still leaves what it measured.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dflash_loop import dflash_generate, load_drafter, load_target, plain_greedy_batch  # noqa: E402
+
+
+def load_prompts(path, tokenizer_path, limit=None):
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(tokenizer_path)
+    rows = [json.loads(line) for line in open(path) if line.strip()]
+    if limit:
+        rows = rows[:limit]
+    return [(r["task_id"], tok.encode(r["prompt"]).ids) for r in rows], tok
+
+
+def eos_ids_of(target_dir, tok):
+    with open(os.path.join(target_dir, "generation_config.json")) as f:
+        eos = json.load(f)["eos_token_id"]
+    return eos if isinstance(eos, list) else [eos]
+
+
+def write(path, obj):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f)
+    os.replace(tmp, path)
+
+
+def summarize(results, block_size):
+    steps = [a for r in results for a in r["accepted"]]
+    n = max(1, len(steps))
+    return {
+        "prompts": len(results),
+        "steps": len(steps),
+        "tau": sum(a + 1 for a in steps) / n,
+        "tau_mean_of_prompts": sum(r["tau"] for r in results) / max(1, len(results)),
+        # P(a >= i): the share of steps whose i-th draft was accepted, i = 1..B-1.
+        "acceptance_by_position": [sum(a >= i for a in steps) / n for i in range(1, block_size)],
+        "histogram": [sum(a == i for a in steps) for i in range(block_size)],
+        "generated_tokens": sum(len(r["tokens"]) for r in results),
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mode", choices=["plain", "dflash"])
+    ap.add_argument("--target", required=True)
+    ap.add_argument("--drafter")
+    ap.add_argument("--prompts", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--plain")
+    ap.add_argument("--temperature", type=float, default=0.0)
+    ap.add_argument("--max-new", type=int, default=256)
+    ap.add_argument("--limit", type=int)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--dtype", default="float64")
+    args = ap.parse_args()
+    dtype = getattr(torch, args.dtype)
+    if args.device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    prompts, tok = load_prompts(args.prompts, os.path.join(args.target, "tokenizer.json"), args.limit)
+    eos = eos_ids_of(args.target, tok)
+    target = load_target(args.target, args.device, dtype)
+    meta = {"mode": args.mode, "target": args.target, "max_new": args.max_new, "dtype": args.dtype,
+            "temperature": args.temperature, "seed": args.seed, "eos_ids": eos, "torch": torch.__version__}
+    t0 = time.time()
+    if args.mode == "plain":
+        outs = []
+        for i in range(0, len(prompts), 64):
+            chunk = prompts[i:i + 64]
+            outs += plain_greedy_batch(target, [p for _, p in chunk], args.max_new, eos, eos[0])
+        res = [{"task_id": t, "prompt_ids": p, "tokens": o} for (t, p), o in zip(prompts, outs)]
+        write(args.out, {**meta, "seconds": time.time() - t0, "results": res})
+        return
+    drafter = load_drafter(args.drafter, args.device, dtype)
+    meta["drafter"] = args.drafter
+    plain = None
+    if args.plain and args.temperature == 0:
+        plain = {r["task_id"]: r["tokens"] for r in json.load(open(args.plain))["results"]}
+    results, mismatches = [], []
+    for i, (task, ids) in enumerate(prompts):
+        gen = torch.Generator(device=args.device).manual_seed(args.seed * 100003 + i)
+        r = dflash_generate(target, drafter, ids, args.max_new, args.temperature, eos, gen)
+        r["task_id"] = task
+        r["prompt_len"] = len(ids)
+        if plain is not None:
+            r["equals_plain"] = r["tokens"] == plain[task]
+            if not r["equals_plain"]:
+                p = plain[task]
+                first = next((j for j in range(min(len(p), len(r["tokens"]))) if p[j] != r["tokens"][j]),
+                             min(len(p), len(r["tokens"])))
+                mismatches.append({"task_id": task, "first_difference": first})
+        results.append(r)
+        summary = summarize(results, drafter.block_size)
+        summary["greedy_equals_plain"] = None if plain is None else f"{sum(x['equals_plain'] for x in results)}/{len(results)}"
+        write(args.out, {**meta, "seconds": time.time() - t0, "summary": summary, "mismatches": mismatches,
+                         "results": results})
+    print(json.dumps({k: v for k, v in summary.items() if k != "histogram"}))
+
+
+if __name__ == "__main__":
+    main()

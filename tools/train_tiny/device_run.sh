@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# One phase of the pipeline as one call on the GPU machine, packing results into $OUT
+# (at most 8 files come back, so small files travel as one tarball).
+#   phase 1: smoke test, corpus, tokenizer, target     (needs .carry/train/humaneval.jsonl)
+#   phase 2: drafters                                    (needs .carry/train/target/)
+#   phase 3: tau on HumanEval + fixtures                 (needs models/ and humaneval.jsonl)
+# Usage (on the GPU machine, repo root): bash tools/train_tiny/device_run.sh N [SECONDS]
+set -uo pipefail
+phase=$1
+budget=${2:-540}
+start=$(date +%s)
+deadline=$((start + budget))
+export PYTHONUNBUFFERED=1
+w=/tmp/fd-train
+mkdir -p $w "$OUT"
+he=.carry/train/humaneval.jsonl
+nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$OUT/device.txt"
+case $phase in
+1)
+  rm -rf $w/smoke
+  timeout 150 python3 tools/train_tiny/smoke.py $w/smoke $he > "$OUT/smoke.log" 2>&1
+  echo "smoke rc=$? after $(( $(date +%s) - start ))s"; tail -5 "$OUT/smoke.log"
+  python3 tools/train_tiny/phase1_target.py $w/p1 --train-seconds 420 --deadline $deadline 2>&1 | tee "$OUT/phase1.log"
+  cp $w/p1/target/*.safetensors "$OUT/"
+  tar -C $w/p1 -czf "$OUT/phase1-meta.tgz" --exclude='*.safetensors' target phase1.json corpus_manifest.json
+  ;;
+2)
+  python3 tools/train_tiny/phase2_drafters.py .carry/train/target $w/p2 --gen-seconds 60 --deadline $deadline \
+    2>&1 | tee "$OUT/phase2.log"
+  tar -C $w/p2 -czf "$OUT/phase2.tgz" drafter-full drafter-swa phase2.json
+  ;;
+3)
+  python3 tools/train_tiny/phase3_measure.py models $he $w/p3 --budget $((budget - 90)) 2>&1 | tee "$OUT/phase3.log"
+  tar -C $w/p3 -czf "$OUT/phase3.tgz" .
+  ;;
+esac
+echo "phase $phase done after $(( $(date +%s) - start ))s"
