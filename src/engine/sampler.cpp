@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
+#include <queue>
 #include <string>
 
 #include "core/error.h"
@@ -11,71 +13,113 @@ namespace flashdraft::engine {
 
 namespace {
 
-// Rejects rows that would poison the softmax; -inf (a masked token) is fine.
-void check_logits(std::span<const float> logits) {
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// Rejects rows that would poison the softmax (-inf, a masked token, is fine)
+// and returns the largest logit. Written as one branch-free pass so it
+// vectorises: it runs on every ~150k-entry row.
+float checked_max(std::span<const float> logits) {
   if (logits.empty()) throw Error("sampler: empty logits row (expected one value per vocabulary entry)");
-  bool any_finite = false;
-  for (size_t i = 0; i < logits.size(); ++i) {
-    const float v = logits[i];
-    if (std::isnan(v) || v == std::numeric_limits<float>::infinity()) {
-      throw Error("sampler: logit of token " + std::to_string(i) + " is " + std::to_string(v) +
-                  " (expected a finite number or -inf)");
-    }
-    any_finite = any_finite || std::isfinite(v);
+  float max = -kInf;
+  bool nan = false;
+  for (float v : logits) {
+    nan |= (v != v);
+    max = v > max ? v : max;
   }
-  if (!any_finite) throw Error("sampler: every logit is -inf; no token can be sampled");
+  if (nan || max == kInf) {
+    for (size_t i = 0; i < logits.size(); ++i) {
+      if (std::isnan(logits[i]) || logits[i] == kInf) {
+        throw Error("sampler: logit of token " + std::to_string(i) + " is " + std::to_string(logits[i]) +
+                    " (expected a finite number or -inf)");
+      }
+    }
+  }
+  if (max == -kInf) throw Error("sampler: every logit is -inf; no token can be sampled");
+  return max;
 }
 
-void renormalise(std::vector<double>& p, const std::vector<int32_t>& kept) {
-  double sum = 0;
-  for (int32_t i : kept) sum += p[i];
-  for (int32_t i : kept) p[i] /= sum;
+int32_t first_index_of(std::span<const float> values, float v) {
+  return static_cast<int32_t>(std::find(values.begin(), values.end(), v) - values.begin());
 }
 
-// Tokens whose logit is at least the k-th largest survive.
-void apply_top_k(int top_k, const std::vector<double>& z, std::vector<int32_t>& kept) {
-  if (top_k <= 0 || static_cast<size_t>(top_k) >= kept.size()) return;
-  std::vector<double> values;
-  values.reserve(kept.size());
-  for (int32_t i : kept) values.push_back(z[i]);
-  std::nth_element(values.begin(), values.begin() + (top_k - 1), values.end(), std::greater<>());
-  const double threshold = values[top_k - 1];
-  std::erase_if(kept, [&](int32_t i) { return z[i] < threshold; });
+// Ids (ascending) whose logit is >= the k-th largest, so ties at the boundary
+// all survive. Small k, the usual case, keeps a k-entry min-heap instead of
+// partitioning the whole row.
+std::vector<int32_t> top_k_ids(std::span<const float> logits, int top_k) {
+  float threshold;
+  if (top_k <= 1024) {
+    std::priority_queue<float, std::vector<float>, std::greater<>> smallest_on_top;
+    for (float v : logits) {
+      if (smallest_on_top.size() < static_cast<size_t>(top_k)) {
+        smallest_on_top.push(v);
+      } else if (v > smallest_on_top.top()) {
+        smallest_on_top.pop();
+        smallest_on_top.push(v);
+      }
+    }
+    threshold = smallest_on_top.top();
+  } else {
+    std::vector<float> values(logits.begin(), logits.end());
+    std::nth_element(values.begin(), values.begin() + (top_k - 1), values.end(), std::greater<>());
+    threshold = values[top_k - 1];
+  }
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (logits[i] >= threshold && logits[i] > -kInf) ids.push_back(static_cast<int32_t>(i));
+  }
+  return ids;
 }
 
-// Keeps the most probable tokens while the mass before each is < top_p. The
+void renormalise(std::vector<double>& p) {
+  const double sum = std::accumulate(p.begin(), p.end(), 0.0);
+  for (double& q : p) q /= sum;
+}
+
+// Keeps entries (ids ascending, p aligned) satisfying keep(j).
+template <typename Keep>
+void filter(std::vector<int32_t>& ids, std::vector<double>& p, Keep keep) {
+  size_t out = 0;
+  for (size_t j = 0; j < ids.size(); ++j) {
+    if (keep(j)) {
+      ids[out] = ids[j];
+      p[out] = p[j];
+      ++out;
+    }
+  }
+  ids.resize(out);
+  p.resize(out);
+}
+
+// Keeps the most probable entries while the mass before each is < top_p. The
 // nucleus is usually tiny next to the vocabulary, so sort only a prefix and
 // widen it until the mass is reached.
-void apply_top_p(double top_p, std::vector<double>& p, std::vector<int32_t>& kept) {
+void apply_top_p(double top_p, std::vector<int32_t>& ids, std::vector<double>& p) {
   if (top_p >= 1.0) return;
-  auto more_probable = [&](int32_t a, int32_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); };
-  size_t sorted = std::min<size_t>(kept.size(), 64);
+  std::vector<uint32_t> order(ids.size());
+  std::iota(order.begin(), order.end(), 0u);
+  auto more_probable = [&](uint32_t a, uint32_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); };
+  std::vector<char> keep(ids.size(), 0);
+  size_t sorted = std::min<size_t>(order.size(), 64);
   for (;;) {
-    std::partial_sort(kept.begin(), kept.begin() + sorted, kept.end(), more_probable);
+    std::partial_sort(order.begin(), order.begin() + sorted, order.end(), more_probable);
     double before = 0;
     size_t cut = 0;
-    while (cut < sorted && before < top_p) before += p[kept[cut++]];
-    if (before >= top_p || sorted == kept.size()) {
-      for (size_t j = cut; j < kept.size(); ++j) p[kept[j]] = 0;
-      kept.resize(cut);
+    while (cut < sorted && before < top_p) before += p[order[cut++]];
+    if (before >= top_p || sorted == order.size()) {
+      for (size_t j = 0; j < cut; ++j) keep[order[j]] = 1;
       break;
     }
-    sorted = std::min(kept.size(), sorted * 4);
+    sorted = std::min(order.size(), sorted * 4);
   }
-  renormalise(p, kept);
+  filter(ids, p, [&](size_t j) { return keep[j] != 0; });
+  renormalise(p);
 }
 
-void apply_min_p(double min_p, std::vector<double>& p, std::vector<int32_t>& kept) {
+void apply_min_p(double min_p, std::vector<int32_t>& ids, std::vector<double>& p) {
   if (min_p <= 0.0) return;
-  double top = 0;
-  for (int32_t i : kept) top = std::max(top, p[i]);
-  const double threshold = min_p * top;
-  std::erase_if(kept, [&](int32_t i) {
-    if (p[i] >= threshold) return false;
-    p[i] = 0;
-    return true;
-  });
-  renormalise(p, kept);
+  const double threshold = min_p * *std::max_element(p.begin(), p.end());
+  filter(ids, p, [&](size_t j) { return p[j] >= threshold; });
+  renormalise(p);
 }
 
 }  // namespace
@@ -95,11 +139,11 @@ void validate(const SamplingParams& params) {
 }
 
 int32_t argmax(std::span<const float> values) {
-  int32_t best = 0;
-  for (size_t i = 1; i < values.size(); ++i) {
-    if (values[i] > values[best]) best = static_cast<int32_t>(i);
-  }
-  return best;
+  float max = -kInf;
+  for (float v : values) max = v > max ? v : max;
+  const int32_t at = first_index_of(values, max);
+  // All -inf or NaN rows: index 0, as a plain scan would give.
+  return at < static_cast<int32_t>(values.size()) ? at : 0;
 }
 
 Sampler::Sampler(const SamplingParams& params)
@@ -107,41 +151,51 @@ Sampler::Sampler(const SamplingParams& params)
   validate(params_);
 }
 
-std::vector<float> Sampler::probs(std::span<const float> logits) const {
-  check_logits(logits);
-  std::vector<float> out(logits.size(), 0.0f);
+void Sampler::distribution(std::span<const float> logits, Distribution& d) const {
+  const float max = checked_max(logits);
+  d.ids.clear();
+  d.probs.clear();
   if (params_.temperature == 0.0) {
-    out[argmax(logits)] = 1.0f;
-    return out;
+    d.ids.push_back(first_index_of(logits, max));
+    d.probs.push_back(1.0f);
+    return;
   }
+  if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < logits.size()) {
+    d.ids = top_k_ids(logits, params_.top_k);
+  } else {
+    for (size_t i = 0; i < logits.size(); ++i) {
+      if (logits[i] > -kInf) d.ids.push_back(static_cast<int32_t>(i));
+    }
+  }
+  // Softmax of logits / temperature; the row maximum always survives top-k.
   const double inv_t = 1.0 / params_.temperature;
-  std::vector<double> z(logits.size());
-  std::vector<int32_t> kept;
-  kept.reserve(logits.size());
-  for (size_t i = 0; i < logits.size(); ++i) {
-    z[i] = static_cast<double>(logits[i]) * inv_t;
-    if (std::isfinite(z[i])) kept.push_back(static_cast<int32_t>(i));
-  }
-  apply_top_k(params_.top_k, z, kept);
+  const double max_z = static_cast<double>(max) * inv_t;
+  std::vector<double>& p = d.work;
+  p.resize(d.ids.size());
+  for (size_t j = 0; j < d.ids.size(); ++j) p[j] = std::exp(static_cast<double>(logits[d.ids[j]]) * inv_t - max_z);
+  renormalise(p);
 
-  double max_z = -std::numeric_limits<double>::infinity();
-  for (int32_t i : kept) max_z = std::max(max_z, z[i]);
-  std::vector<double> p(logits.size(), 0.0);
-  for (int32_t i : kept) p[i] = std::exp(z[i] - max_z);
-  renormalise(p, kept);
+  apply_top_p(params_.top_p, d.ids, p);
+  apply_min_p(params_.min_p, d.ids, p);
+  d.probs.assign(p.begin(), p.end());
+}
 
-  apply_top_p(params_.top_p, p, kept);
-  apply_min_p(params_.min_p, p, kept);
-  for (int32_t i : kept) out[i] = static_cast<float>(p[i]);
+std::vector<float> Sampler::probs(std::span<const float> logits) const {
+  Distribution d;
+  distribution(logits, d);
+  std::vector<float> out(logits.size(), 0.0f);
+  for (size_t j = 0; j < d.ids.size(); ++j) out[d.ids[j]] = d.probs[j];
   return out;
 }
 
 int32_t Sampler::sample(std::span<const float> logits) {
   if (params_.temperature == 0.0) {
-    check_logits(logits);
-    return argmax(logits);
+    return first_index_of(logits, checked_max(logits));
   }
-  return sample_from_probs(probs(logits));
+  // Same walk as sample_from_probs(probs(logits)), minus the zero entries, so
+  // the two give the same token from the same generator state.
+  distribution(logits, scratch_);
+  return draw(scratch_.ids, scratch_.probs);
 }
 
 double Sampler::uniform() {
@@ -150,27 +204,36 @@ double Sampler::uniform() {
 }
 
 int32_t Sampler::sample_from_probs(std::span<const float> weights) {
-  double total = 0;
   for (size_t i = 0; i < weights.size(); ++i) {
     const float w = weights[i];
     if (!(w >= 0) || !std::isfinite(w)) {
       throw Error("sampler: weight of token " + std::to_string(i) + " is " + std::to_string(w) +
                   " (expected a finite number >= 0)");
     }
-    total += w;
   }
-  if (!(total > 0)) throw Error("sampler: every weight is zero; nothing to sample");
+  std::vector<int32_t> ids;
+  std::vector<float> positive;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    if (weights[i] > 0) {
+      ids.push_back(static_cast<int32_t>(i));
+      positive.push_back(weights[i]);
+    }
+  }
+  if (ids.empty()) throw Error("sampler: every weight is zero; nothing to sample");
+  return draw(ids, positive);
+}
+
+int32_t Sampler::draw(const std::vector<int32_t>& ids, const std::vector<float>& weights) {
+  double total = 0;
+  for (float w : weights) total += w;
   const double target = uniform() * total;
   double cumulative = 0;
-  int32_t last_positive = -1;
-  for (size_t i = 0; i < weights.size(); ++i) {
-    if (weights[i] <= 0) continue;
-    cumulative += weights[i];
-    last_positive = static_cast<int32_t>(i);
-    if (target < cumulative) return last_positive;
+  for (size_t j = 0; j < ids.size(); ++j) {
+    cumulative += weights[j];
+    if (target < cumulative) return ids[j];
   }
   // Rounding left the running sum a hair below the total.
-  return last_positive;
+  return ids.back();
 }
 
 }  // namespace flashdraft::engine

@@ -46,8 +46,23 @@ class Sampler {
   const SamplingParams& params() const { return params_; }
 
  private:
+  // The filtered distribution in sparse form: surviving ids (ascending) and
+  // their probabilities.
+  struct Distribution {
+    std::vector<int32_t> ids;
+    std::vector<float> probs;
+    std::vector<double> work;  // unnormalised / intermediate probabilities
+  };
+  // Fills `d`, reusing its buffers: sample() keeps one across calls, because
+  // freshly allocated vocabulary-sized buffers cost more in page faults than
+  // the softmax itself.
+  void distribution(std::span<const float> logits, Distribution& d) const;
+  // Walks the cumulative sum of positive weights with one uniform draw.
+  int32_t draw(const std::vector<int32_t>& ids, const std::vector<float>& weights);
+
   SamplingParams params_;
   std::mt19937_64 rng_;
+  Distribution scratch_;
 };
 
 // Index of the largest value, the lowest index on ties.

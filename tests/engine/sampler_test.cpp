@@ -144,6 +144,36 @@ TEST(Sampler, TopPOnLargeVocabularyMatchesFullSort) {
   }
 }
 
+// Both selection strategies (a heap for small k, a partition for large k)
+// against a full sort.
+TEST(Sampler, TopKOnLargeVocabularyMatchesFullSort) {
+  std::mt19937 gen(5);
+  std::uniform_int_distribution<int> coarse(-300, 300);  // coarse values make ties common
+  std::vector<float> logits(30000);
+  for (float& l : logits) l = coarse(gen) * 0.01f;
+  for (int k : {1, 20, 1000, 1500, 29999}) {
+    std::vector<float> sorted = logits;
+    std::sort(sorted.begin(), sorted.end(), std::greater<>());
+    std::vector<int32_t> want;
+    for (size_t i = 0; i < logits.size(); ++i) {
+      if (logits[i] >= sorted[k - 1]) want.push_back(static_cast<int32_t>(i));
+    }
+    EXPECT_EQ(support(Sampler(with(1.0, k)).probs(logits)), want) << "k " << k;
+  }
+}
+
+TEST(Sampler, SampleDrawsFromProbs) {
+  std::mt19937 gen(9);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  std::vector<float> logits(5000);
+  for (float& l : logits) l = normal(gen);
+  const SamplingParams params = with(0.7, 50, 0.9, 0.01, 77);
+  Sampler direct(params), via_probs(params);
+  for (int i = 0; i < 300; ++i) {
+    ASSERT_EQ(direct.sample(logits), via_probs.sample_from_probs(via_probs.probs(logits))) << i;
+  }
+}
+
 TEST(Sampler, MinPDropsTokensBelowFractionOfTop) {
   const auto logits = logits_of({0.15, 0.5, 0.05, 0.3});
   // Threshold 0.2 * 0.5 = 0.1: only the 0.05 token goes.
