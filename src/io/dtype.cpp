@@ -42,23 +42,15 @@ float bf16_to_f32(uint16_t bits) {
 float f16_to_f32(uint16_t bits) {
   const uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
   const uint32_t exponent = (bits >> 10) & 0x1fu;
-  uint32_t mantissa = bits & 0x3ffu;
+  const uint32_t mantissa = bits & 0x3ffu;
   if (exponent == 0x1f) {
     // inf stays inf; nan keeps its payload (shifted into the fp32 mantissa).
     return std::bit_cast<float>(sign | 0x7f800000u | (mantissa << 13));
   }
   if (exponent == 0) {
-    if (mantissa == 0) return std::bit_cast<float>(sign);  // +-0
-    // Subnormal: value = mantissa * 2^-24. Normalise so the leading 1 becomes
-    // the implicit bit of a normal fp32.
-    int shift = 0;
-    while ((mantissa & 0x400u) == 0) {
-      mantissa <<= 1;
-      ++shift;
-    }
-    mantissa &= 0x3ffu;
-    const uint32_t exp32 = static_cast<uint32_t>(127 - 15 + 1 - shift);
-    return std::bit_cast<float>(sign | (exp32 << 23) | (mantissa << 13));
+    // Zero or subnormal: mantissa x 2^-24, exact in fp32 (mantissa < 2^10).
+    const float magnitude = static_cast<float>(mantissa) * 0x1p-24f;
+    return sign ? -magnitude : magnitude;
   }
   const uint32_t exp32 = exponent + (127 - 15);
   return std::bit_cast<float>(sign | (exp32 << 23) | (mantissa << 13));
