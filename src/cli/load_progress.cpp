@@ -1,0 +1,47 @@
+#include "cli/load_progress.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <string>
+
+namespace flashdraft::cli {
+namespace {
+
+constexpr auto kQuietPeriod = std::chrono::seconds(1);
+constexpr auto kRedrawEvery = std::chrono::milliseconds(100);
+constexpr int kBarWidth = 30;
+
+double megabytes(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
+
+}  // namespace
+
+LoadProgress::LoadProgress(std::FILE* out)
+    : out_(out), tty_(isatty(fileno(out)) != 0), start_(Clock::now()), last_draw_(start_) {}
+
+double LoadProgress::elapsed_seconds() const {
+  return std::chrono::duration<double>(Clock::now() - start_).count();
+}
+
+void LoadProgress::update(uint64_t done_bytes, uint64_t total_bytes) {
+  if (!tty_ || total_bytes == 0) return;
+  auto now = Clock::now();
+  if (now - start_ < kQuietPeriod) return;
+  if (bar_shown_ && now - last_draw_ < kRedrawEvery && done_bytes < total_bytes) return;
+  last_draw_ = now;
+  bar_shown_ = true;
+  double fraction = static_cast<double>(done_bytes) / static_cast<double>(total_bytes);
+  int filled = static_cast<int>(fraction * kBarWidth);
+  fmt::print(out_, "\rloading [{}{}] {:3.0f}% {:.0f}/{:.0f} MB", std::string(filled, '#'),
+             std::string(kBarWidth - filled, '.'), fraction * 100.0, megabytes(done_bytes), megabytes(total_bytes));
+  std::fflush(out_);
+}
+
+void LoadProgress::finish(uint64_t total_bytes) {
+  // "\33[2K" clears the bar's line before the final message takes its place.
+  if (bar_shown_) fmt::print(out_, "\r\33[2K");
+  fmt::print(out_, "flashdraft: loaded {:.1f} MB in {:.2f} s\n", megabytes(total_bytes), elapsed_seconds());
+  std::fflush(out_);
+}
+
+}  // namespace flashdraft::cli

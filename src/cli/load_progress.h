@@ -1,0 +1,29 @@
+#pragma once
+// Feedback while weights load. On a terminal a bar appears once loading has
+// taken more than a second (fast loads stay quiet); either way one final
+// "loaded X MB in Y s" line is printed, so logs show the load cost too.
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+
+namespace flashdraft::cli {
+
+class LoadProgress {
+ public:
+  explicit LoadProgress(std::FILE* out);
+  // Progress callback for the model loader.
+  void update(uint64_t done_bytes, uint64_t total_bytes);
+  // Replaces the bar (if any) with the final line.
+  void finish(uint64_t total_bytes);
+  double elapsed_seconds() const;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  std::FILE* out_;
+  bool tty_;
+  bool bar_shown_ = false;
+  Clock::time_point start_;
+  Clock::time_point last_draw_;
+};
+
+}  // namespace flashdraft::cli

@@ -1,0 +1,65 @@
+#include "cli/sampling_setup.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "engine/sampling_defaults.h"
+#include "tokenizer/tokenizer.h"
+
+namespace flashdraft::cli {
+
+void check_sampling_flags(const SamplingFlags& flags) {
+  if (flags.max_tokens && *flags.max_tokens < 0) {
+    throw UsageError(fmt::format("--max-tokens: must be >= 0, got {}", *flags.max_tokens));
+  }
+  if (flags.temperature && !(std::isfinite(*flags.temperature) && *flags.temperature >= 0)) {
+    throw UsageError(fmt::format("--temperature: must be >= 0 (0 = greedy), got {}", *flags.temperature));
+  }
+  if (flags.top_p && !(*flags.top_p > 0 && *flags.top_p <= 1)) {
+    throw UsageError(fmt::format("--top-p: must be in (0, 1] (1 = off), got {}", *flags.top_p));
+  }
+  if (flags.top_k && *flags.top_k < 0) {
+    throw UsageError(fmt::format("--top-k: must be >= 0 (0 = off), got {}", *flags.top_k));
+  }
+  if (flags.min_p && !(*flags.min_p >= 0 && *flags.min_p <= 1)) {
+    throw UsageError(fmt::format("--min-p: must be in [0, 1] (0 = off), got {}", *flags.min_p));
+  }
+  for (const std::string& s : flags.stop) {
+    if (s.empty()) throw UsageError("--stop: a stop string must not be empty");
+  }
+}
+
+engine::SamplingParams resolve_sampling(const io::GenerationConfig& defaults, const SamplingFlags& flags) {
+  check_sampling_flags(flags);
+  engine::SamplingParams params = engine::defaults_from(defaults);
+
+  if (flags.temperature) params.temperature = *flags.temperature;
+  if (flags.top_p) params.top_p = *flags.top_p;
+  if (flags.top_k) params.top_k = *flags.top_k;
+  if (flags.min_p) params.min_p = *flags.min_p;
+  if (flags.max_tokens) params.max_tokens = *flags.max_tokens;
+  params.seed = flags.seed;
+  params.stop = flags.stop;
+  params.ignore_eos = flags.ignore_eos;
+  try {
+    engine::validate(params);
+  } catch (const Error& e) {
+    // Flags were checked above, so the bad value came from the model directory.
+    throw Error(fmt::format("generation_config.json: {}", e.what()));
+  }
+  return params;
+}
+
+std::vector<int32_t> collect_eos_ids(const io::ModelConfig& model, const io::GenerationConfig& generation,
+                                     const tokenizer::Tokenizer& tokenizer) {
+  std::vector<int32_t> ids = engine::eos_token_ids(generation, model);
+  if (auto id = tokenizer.eos_token_id(); id && std::find(ids.begin(), ids.end(), *id) == ids.end()) {
+    ids.push_back(*id);
+  }
+  return ids;
+}
+
+}  // namespace flashdraft::cli
