@@ -114,7 +114,7 @@ void Bpe::encode_word(std::string_view word, std::vector<int32_t>& out) const {
   const bool cacheable = word.size() <= kMaxCachedWordBytes;
   if (cacheable) {
     std::lock_guard lock(cache_mutex_);
-    const auto it = cache_.find(std::string(word));
+    const auto it = cache_.find(word);
     if (it != cache_.end()) {
       out.insert(out.end(), it->second.begin(), it->second.end());
       return;

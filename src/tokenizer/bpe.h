@@ -2,6 +2,7 @@
 // Byte-level BPE: a word's bytes start as one symbol each and the adjacent
 // pair with the lowest merge rank is merged until no listed pair remains.
 #include <array>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -18,6 +19,12 @@ struct BpeOptions {
   std::optional<int32_t> unk_id;  // symbol for bytes missing from the vocabulary
   bool fuse_unk = false;          // consecutive unknown bytes become one unk
   bool ignore_merges = false;     // a word that is itself in the vocabulary skips merging
+};
+
+// Lets string-keyed maps be searched with a string_view, without a copy.
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
 
 class Bpe {
@@ -50,7 +57,7 @@ class Bpe {
 
   // Words repeat a lot in real text; the cache makes them one hash lookup.
   mutable std::mutex cache_mutex_;
-  mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;
+  mutable std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>> cache_;
 };
 
 }  // namespace flashdraft::tokenizer

@@ -2,7 +2,9 @@
 // committed corpus (tests/fixtures/tokenizer, tools/gen_tokenizer_golden.py).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <fstream>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "golden.h"
@@ -179,6 +181,23 @@ TEST_F(Qwen3Parity, ColdAndWarmCacheGiveTheSameIds) {
     EXPECT_EQ(tok().encode(cases()[i].text), cold);
     EXPECT_EQ(cold, cases()[i].ids);
   }
+}
+
+TEST_F(Qwen3Parity, ConcurrentEncodesShareTheCacheSafely) {
+  tok().clear_cache();
+  std::atomic<size_t> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < 4; ++w) {
+    threads.emplace_back([&, w] {
+      // Different starting points so threads fill and read the cache at once.
+      for (size_t k = 0; k < cases().size(); ++k) {
+        const auto& c = cases()[(k + static_cast<size_t>(w) * 97) % cases().size()];
+        if (tok().encode(c.text) != c.ids) ++mismatches;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(mismatches.load(), 0u);
 }
 
 }  // namespace
