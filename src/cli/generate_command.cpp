@@ -85,10 +85,16 @@ std::vector<int32_t> prompt_tokens(const GenerateOptions& o, const PromptInput& 
     return ids;
   }
   std::string text = *input.text;
+  const char* flag = o.prompt_option->count() > 0 ? "--prompt" : "--prompt-file";
   if (o.chat) text = render_chat_prompt(tok, if_given(o.system_option, o.system), text, !o.no_think);
-  // Special tokens written in the prompt count as such, as in transformers.
-  std::vector<int32_t> ids = tok.encode(text, /*parse_special=*/true);
-  if (ids.empty()) throw UsageError("--prompt: the prompt is empty; the model needs text to continue from");
+  std::vector<int32_t> ids;
+  try {
+    // Special tokens written in the prompt count as such, as in transformers.
+    ids = tok.encode(text, /*parse_special=*/true);
+  } catch (const Error& e) {
+    throw UsageError(fmt::format("{}: {}", flag, e.what()));  // the text itself is bad (invalid UTF-8)
+  }
+  if (ids.empty()) throw UsageError(fmt::format("{}: the prompt is empty; the model needs text to continue from", flag));
   return ids;
 }
 
@@ -189,7 +195,7 @@ void run_generate(const GenerateOptions& o) {
   std::vector<int32_t> eos = collect_eos_ids(config, generation, tok);
 
   io::Checkpoint checkpoint = io::Checkpoint::open(dir);
-  LoadProgress progress(stderr);
+  LoadProgress progress(stderr, stderr_is_terminal());
   std::unique_ptr<model::Qwen3Model> model =
       model::Qwen3Model::load(checkpoint, config, [&](size_t done, size_t total) { progress.update(done, total); });
   progress.finish(checkpoint.total_bytes());

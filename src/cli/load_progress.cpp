@@ -1,14 +1,12 @@
 #include "cli/load_progress.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <string>
 
 namespace flashdraft::cli {
 namespace {
 
-constexpr auto kQuietPeriod = std::chrono::seconds(1);
 constexpr auto kRedrawEvery = std::chrono::milliseconds(100);
 constexpr int kBarWidth = 30;
 
@@ -16,8 +14,8 @@ double megabytes(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 *
 
 }  // namespace
 
-LoadProgress::LoadProgress(std::FILE* out)
-    : out_(out), tty_(isatty(fileno(out)) != 0), start_(Clock::now()), last_draw_(start_) {}
+LoadProgress::LoadProgress(std::FILE* out, bool draw_bar, std::chrono::milliseconds quiet_period)
+    : out_(out), tty_(draw_bar), quiet_period_(quiet_period), start_(Clock::now()), last_draw_(start_) {}
 
 double LoadProgress::elapsed_seconds() const {
   return std::chrono::duration<double>(Clock::now() - start_).count();
@@ -26,7 +24,7 @@ double LoadProgress::elapsed_seconds() const {
 void LoadProgress::update(uint64_t done_bytes, uint64_t total_bytes) {
   if (!tty_ || total_bytes == 0) return;
   auto now = Clock::now();
-  if (now - start_ < kQuietPeriod) return;
+  if (now - start_ < quiet_period_) return;
   if (bar_shown_ && now - last_draw_ < kRedrawEvery && done_bytes < total_bytes) return;
   last_draw_ = now;
   bar_shown_ = true;

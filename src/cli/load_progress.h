@@ -10,7 +10,10 @@ namespace flashdraft::cli {
 
 class LoadProgress {
  public:
-  explicit LoadProgress(std::FILE* out);
+  // draw_bar: whether `out` is a terminal; quiet_period: how long a load
+  // may take before the bar appears.
+  LoadProgress(std::FILE* out, bool draw_bar,
+               std::chrono::milliseconds quiet_period = std::chrono::milliseconds(1000));
   // Progress callback for the model loader.
   void update(uint64_t done_bytes, uint64_t total_bytes);
   // Replaces the bar (if any) with the final line.
@@ -21,6 +24,7 @@ class LoadProgress {
   using Clock = std::chrono::steady_clock;
   std::FILE* out_;
   bool tty_;
+  std::chrono::milliseconds quiet_period_;
   bool bar_shown_ = false;
   Clock::time_point start_;
   Clock::time_point last_draw_;

@@ -20,6 +20,7 @@ class TextStream {
   TextStream(const tokenizer::Tokenizer& tokenizer, std::vector<std::string> stops, Writer writer);
 
   // Returns false once a stop string has been seen (generation should end).
+  // Ids past the tokenizer's vocabulary add no text.
   bool push(int32_t token);
   // End of generation: writes whatever was held back.
   void finish();
@@ -33,6 +34,7 @@ class TextStream {
   tokenizer::IncrementalDecoder decoder_;
   engine::StopStringMatcher matcher_;
   Writer writer_;
+  int32_t vocab_size_;
   std::string text_;
 };
 

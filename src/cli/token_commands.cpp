@@ -62,7 +62,12 @@ void run_tokenize(const TokenizeOptions& options) {
   // Check the input before the (slower) tokenizer load.
   std::string text = options.file.empty() ? options.text : read_file(options.file);
   tokenizer::Tokenizer tok = load_tokenizer(options.model_dir);
-  std::vector<int32_t> ids = tok.encode(text, options.special);
+  std::vector<int32_t> ids;
+  try {
+    ids = tok.encode(text, options.special);
+  } catch (const Error& e) {
+    throw UsageError(fmt::format("{}: {}", options.file.empty() ? "--text" : "--file", e.what()));
+  }
   fmt::print("{}\n", format_token_ids(ids));
 }
 

@@ -53,6 +53,7 @@ class CliGenerate : public ::testing::Test {
   static void TearDownTestSuite() {
     delete tok_;
     delete model_dir_;
+    remove_scratch_dir();
   }
 
   static Ran generate(const std::vector<std::string>& extra, const std::string& dir = "") {
@@ -126,7 +127,7 @@ TEST_F(CliGenerate, TextPromptGreedyEqualsTheModelLibrarysGreedy) {
 }
 
 TEST_F(CliGenerate, PromptFileIsTheSameAsPrompt) {
-  std::string path = std::string(FD_CLI_WORK_DIR) + "/prompt.txt";
+  std::string path = scratch_dir() + "/prompt.txt";
   std::ofstream(path) << "Hello world!\nHow are";
   EXPECT_EQ(text_of({"--prompt-file", path, "--temperature", "0", "--max-tokens", "8"}),
             text_of({"--prompt", "Hello world!\nHow are", "--temperature", "0", "--max-tokens", "8"}));
@@ -248,6 +249,14 @@ TEST_F(CliGenerate, ChatWithoutATemplateIsAUsageError) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err_lines().size(), 1u) << r.err;
   EXPECT_NE(r.err.find("no chat template"), std::string::npos) << r.err;
+}
+
+TEST_F(CliGenerate, PromptThatIsNotUtf8IsAUsageError) {
+  Ran r = generate({"--prompt", "caf\xe9"});
+  EXPECT_EQ(r.exit_code, 2);
+  ASSERT_EQ(r.err_lines().size(), 1u) << r.err;
+  EXPECT_NE(r.err.find("--prompt: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("UTF-8"), std::string::npos) << r.err;
 }
 
 TEST_F(CliGenerate, StderrHasTheLoadLineAndTheSummaryOnly) {

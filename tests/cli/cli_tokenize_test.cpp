@@ -3,6 +3,9 @@
 // also prove that the commands never touch weights or config.json.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -62,9 +65,10 @@ TEST(CliTokenize, SpecialTokensAreTextUnlessAskedFor) {
 
 TEST(CliTokenize, FileGivesTheSameIdsAsText) {
   const std::string text = "line one\nline two \xe2\x80\x94 \xe4\xb8\xad\xe6\x96\x87\n";
-  std::string path = std::string(FD_CLI_WORK_DIR) + "-prompt.txt";
+  std::string path = std::string(FD_CLI_WORK_DIR) + "-prompt-" + std::to_string(getpid()) + ".txt";
   std::ofstream(path, std::ios::binary) << text;
   EXPECT_EQ(tokenize({"--file", path}), tokenize({"--text", text}));
+  std::remove(path.c_str());
 }
 
 TEST(CliTokenize, RoundTripsThroughDetokenize) {

@@ -117,6 +117,10 @@ TEST(CliUsage, ValuesOfTheWrongType) {
   expect_usage_error({"detokenize", "--model", kTinyTokenizer, "--ids", "[1, 100000]"}, "outside the vocabulary");
 }
 
+TEST(CliUsage, TextThatIsNotUtf8) {
+  expect_usage_error({"tokenize", "--model", kTinyTokenizer, "--text", "ok \xff\xfe"}, "--text: ");
+}
+
 TEST(CliUsage, BadModelPaths) {
   expect_usage_error({"generate", "--model", "/no/such/dir", "--prompt", "hi"}, "--model DIR: no such directory: /no/such/dir");
   expect_usage_error({"generate", "--model", FD_FIXTURES_DIR "/cli", "--prompt", "hi"},

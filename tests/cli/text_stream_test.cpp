@@ -92,3 +92,21 @@ TEST(TextStream, LeavesOutSpecialTokensButKeepsOtherAddedTokens) {
 
 }  // namespace
 }  // namespace flashdraft::cli
+
+namespace flashdraft::cli {
+namespace {
+
+TEST(TextStream, IdsPastTheTokenizerVocabularyAddNoText) {
+  auto tok = tiny();
+  std::string out;
+  TextStream stream(tok, {}, [&](std::string_view p) { out += p; });
+  auto ids = tok.encode("ab");
+  EXPECT_TRUE(stream.push(ids[0]));
+  EXPECT_TRUE(stream.push(tok.vocab_size() + 3));  // a padded embedding row
+  for (size_t i = 1; i < ids.size(); ++i) stream.push(ids[i]);
+  stream.finish();
+  EXPECT_EQ(out, "ab");
+}
+
+}  // namespace
+}  // namespace flashdraft::cli

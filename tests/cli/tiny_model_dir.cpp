@@ -4,6 +4,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include <unistd.h>
+
 namespace flashdraft::cli::test {
 namespace fs = std::filesystem;
 namespace {
@@ -25,10 +27,18 @@ int added_token_id(const nlohmann::json& tokenizer, const std::string& content) 
 
 }  // namespace
 
+std::string scratch_dir() {
+  fs::path dir = fs::path(FD_CLI_WORK_DIR) / ("pid-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  return dir.string();
+}
+
+void remove_scratch_dir() { fs::remove_all(scratch_dir()); }
+
 std::string assemble_tiny_model(const std::string& name, const std::function<void(ModelFiles&)>& patch) {
   const fs::path weights = FD_FIXTURES_DIR "/tiny-qwen3";
   const fs::path tok = FD_FIXTURES_DIR "/cli/tiny-tokenizer";
-  const fs::path dir = fs::path(FD_CLI_WORK_DIR) / name;
+  const fs::path dir = fs::path(scratch_dir()) / name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   for (const auto& entry : fs::directory_iterator(weights)) {

@@ -16,8 +16,13 @@ struct ModelFiles {
   nlohmann::json config, generation_config, tokenizer_config;
 };
 
-// Builds FD_CLI_WORK_DIR/<name> (replacing it) and returns its path. `patch`
-// may edit the JSON files before they are written.
+// Builds a fresh directory for `name` under FD_CLI_WORK_DIR and returns its
+// path; ctest runs test cases in parallel processes, so each process gets its
+// own. `patch` may edit the JSON files before they are written.
 std::string assemble_tiny_model(const std::string& name, const std::function<void(ModelFiles&)>& patch = {});
+// This process's scratch directory (for prompt files and the like).
+std::string scratch_dir();
+// Deletes this process's directories.
+void remove_scratch_dir();
 
 }  // namespace flashdraft::cli::test
