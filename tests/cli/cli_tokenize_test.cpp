@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cli/chat_prompt.h"
 #include "subprocess.h"
 #include "tokenizer/tokenizer.h"
 
@@ -88,6 +89,17 @@ TEST(CliDetokenize, KeepsSpecialTokensUnlessSkipped) {
   std::string skipped = detokenize(ids, true);
   EXPECT_EQ(skipped.find("<|im_"), std::string::npos) << skipped;
   EXPECT_EQ(kept, "<|im_start|>" + skipped + "<|im_end|>");
+}
+
+// `generate --chat` renders Qwen3's own template (the real one, from the
+// fetched tokenizer_config.json) the way transformers does.
+TEST(CliChatPrompt, RendersQwen3Template) {
+  auto tok = tokenizer::Tokenizer::load(kQwen3);
+  EXPECT_EQ(render_chat_prompt(tok, std::string("You are terse."), "Hi!", true),
+            "<|im_start|>system\nYou are terse.<|im_end|>\n<|im_start|>user\nHi!<|im_end|>\n"
+            "<|im_start|>assistant\n");
+  EXPECT_EQ(render_chat_prompt(tok, std::nullopt, "Hi!", false),
+            "<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
 }
 
 }  // namespace
