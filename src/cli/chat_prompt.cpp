@@ -11,8 +11,9 @@ std::string render_chat_prompt(const tokenizer::Tokenizer& tokenizer, const std:
                                const std::string& user, bool enable_thinking) {
   const std::string& source = tokenizer.chat_template();
   if (source.empty()) {
-    throw UsageError("--chat: the model has no chat template (no chat_template in tokenizer_config.json "
-                     "and no chat_template.jinja); drop --chat and write the prompt out in full");
+    throw UsageError(
+        "--chat: the model has no chat template (no chat_template in tokenizer_config.json "
+        "and no chat_template.jinja); drop --chat and write the prompt out in full");
   }
   chat::ChatTemplate tmpl = chat::ChatTemplate::parse(source);
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();

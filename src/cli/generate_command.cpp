@@ -56,9 +56,11 @@ std::string read_prompt_file(const std::string& path) {
 void check_prompt_source(const GenerateOptions& o) {
   int given = static_cast<int>(o.prompt_option->count() > 0) + static_cast<int>(o.prompt_file_option->count() > 0) +
               static_cast<int>(o.prompt_ids_option->count() > 0);
-  if (given != 1) throw UsageError("generate needs exactly one of --prompt TEXT, --prompt-file FILE, --prompt-ids JSON");
+  if (given != 1)
+    throw UsageError("generate needs exactly one of --prompt TEXT, --prompt-file FILE, --prompt-ids JSON");
   if (!o.chat) {
-    if (o.system_option->count() > 0) throw UsageError("--system needs --chat (the system message goes into the chat template)");
+    if (o.system_option->count() > 0)
+      throw UsageError("--system needs --chat (the system message goes into the chat template)");
     if (o.no_think) throw UsageError("--no-think needs --chat (it is an option of the chat template)");
   } else if (o.prompt_ids_option->count() > 0) {
     throw UsageError("--chat cannot wrap --prompt-ids; give the text with --prompt or --prompt-file");
@@ -94,7 +96,8 @@ std::vector<int32_t> prompt_tokens(const GenerateOptions& o, const PromptInput& 
   } catch (const Error& e) {
     throw UsageError(fmt::format("{}: {}", flag, e.what()));  // the text itself is bad (invalid UTF-8)
   }
-  if (ids.empty()) throw UsageError(fmt::format("{}: the prompt is empty; the model needs text to continue from", flag));
+  if (ids.empty())
+    throw UsageError(fmt::format("{}: the prompt is empty; the model needs text to continue from", flag));
   return ids;
 }
 
@@ -130,8 +133,8 @@ CLI::App* add_generate_command(CLI::App& app, GenerateOptions& o) {
       cmd->add_option("--prompt-ids", o.prompt_ids, "The prompt as token ids, a JSON array such as '[9707,11]'")
           ->type_name("JSON");
   cmd->add_flag("--chat", o.chat,
-                             "Wrap the prompt in the model's chat template as a user message, "
-                             "ready for the assistant's answer (default: off, the prompt is used as is)");
+                "Wrap the prompt in the model's chat template as a user message, "
+                "ready for the assistant's answer (default: off, the prompt is used as is)");
   o.system_option =
       cmd->add_option("--system", o.system, "With --chat: a system message before the prompt (default: none)")
           ->type_name("TEXT");
@@ -146,8 +149,8 @@ CLI::App* add_generate_command(CLI::App& app, GenerateOptions& o) {
   o.temperature_option =
       cmd->add_option("--temperature", o.temperature, "Sampling temperature, >= 0; 0 = greedy (default: model's)")
           ->type_name("T");
-  o.top_p_option =
-      cmd->add_option("--top-p", o.top_p, "Nucleus sampling mass in (0, 1]; 1 = off (default: model's)")->type_name("P");
+  o.top_p_option = cmd->add_option("--top-p", o.top_p, "Nucleus sampling mass in (0, 1]; 1 = off (default: model's)")
+                       ->type_name("P");
   o.top_k_option =
       cmd->add_option("--top-k", o.top_k, "Sample among the K most likely tokens; 0 = off (default: model's)")
           ->type_name("K");

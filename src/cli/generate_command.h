@@ -1,11 +1,10 @@
 #pragma once
 // `flashdraft generate`: load a model directory, run one prompt, stream the
 // continuation to stdout and a one-line summary to stderr.
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 namespace flashdraft::cli {
 
@@ -25,8 +24,7 @@ struct GenerateOptions {
   // overrides generation_config.json; an absent one does not).
   const CLI::Option *prompt_option = nullptr, *prompt_file_option = nullptr, *prompt_ids_option = nullptr,
                     *system_option = nullptr, *max_tokens_option = nullptr, *temperature_option = nullptr,
-                    *top_p_option = nullptr, *top_k_option = nullptr, *min_p_option = nullptr,
-                    *seed_option = nullptr;
+                    *top_p_option = nullptr, *top_k_option = nullptr, *min_p_option = nullptr, *seed_option = nullptr;
 };
 
 CLI::App* add_generate_command(CLI::App& app, GenerateOptions& options);

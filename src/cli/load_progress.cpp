@@ -17,9 +17,7 @@ double megabytes(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 *
 LoadProgress::LoadProgress(std::FILE* out, bool draw_bar, std::chrono::milliseconds quiet_period)
     : out_(out), tty_(draw_bar), quiet_period_(quiet_period), start_(Clock::now()), last_draw_(start_) {}
 
-double LoadProgress::elapsed_seconds() const {
-  return std::chrono::duration<double>(Clock::now() - start_).count();
-}
+double LoadProgress::elapsed_seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
 
 void LoadProgress::update(uint64_t done_bytes, uint64_t total_bytes) {
   if (!tty_ || total_bytes == 0) return;

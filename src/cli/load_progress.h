@@ -12,8 +12,7 @@ class LoadProgress {
  public:
   // draw_bar: whether `out` is a terminal; quiet_period: how long a load
   // may take before the bar appears.
-  LoadProgress(std::FILE* out, bool draw_bar,
-               std::chrono::milliseconds quiet_period = std::chrono::milliseconds(1000));
+  LoadProgress(std::FILE* out, bool draw_bar, std::chrono::milliseconds quiet_period = std::chrono::milliseconds(1000));
   // Progress callback for the model loader.
   void update(uint64_t done_bytes, uint64_t total_bytes);
   // Replaces the bar (if any) with the final line.

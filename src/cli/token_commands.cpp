@@ -29,7 +29,8 @@ tokenizer::Tokenizer load_tokenizer(const std::string& model_dir) {
 
 CLI::App* add_tokenize_command(CLI::App& app, TokenizeOptions& options) {
   CLI::App* cmd = app.add_subcommand("tokenize", "Print the token ids of a text as a JSON array");
-  cmd->add_option("--model", options.model_dir, "Model directory (only tokenizer.json and tokenizer_config.json are read)")
+  cmd->add_option("--model", options.model_dir,
+                  "Model directory (only tokenizer.json and tokenizer_config.json are read)")
       ->required()
       ->type_name("DIR");
   auto* text = cmd->add_option("--text", options.text, "Text to tokenize")->type_name("TEXT");
@@ -45,7 +46,8 @@ CLI::App* add_tokenize_command(CLI::App& app, TokenizeOptions& options) {
 
 CLI::App* add_detokenize_command(CLI::App& app, DetokenizeOptions& options) {
   CLI::App* cmd = app.add_subcommand("detokenize", "Print the text of a JSON array of token ids");
-  cmd->add_option("--model", options.model_dir, "Model directory (only tokenizer.json and tokenizer_config.json are read)")
+  cmd->add_option("--model", options.model_dir,
+                  "Model directory (only tokenizer.json and tokenizer_config.json are read)")
       ->required()
       ->type_name("DIR");
   cmd->add_option("--ids", options.ids, "Token ids as a JSON array, e.g. '[9707,11,1879]'")

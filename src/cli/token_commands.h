@@ -1,9 +1,8 @@
 #pragma once
 // `flashdraft tokenize` and `flashdraft detokenize`: look at what the model
 // sees. They read only the tokenizer files, never the weights.
-#include <string>
-
 #include <CLI/CLI.hpp>
+#include <string>
 
 namespace flashdraft::cli {
 

@@ -30,8 +30,6 @@ std::vector<int32_t> parse_token_ids(std::string_view text, std::string_view fla
   return ids;
 }
 
-std::string format_token_ids(const std::vector<int32_t>& ids) {
-  return fmt::format("[{}]", fmt::join(ids, ","));
-}
+std::string format_token_ids(const std::vector<int32_t>& ids) { return fmt::format("[{}]", fmt::join(ids, ",")); }
 
 }  // namespace flashdraft::cli

@@ -12,22 +12,22 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-bool contains(std::span<const int32_t> ids, int32_t id) {
-  return std::find(ids.begin(), ids.end(), id) != ids.end();
-}
+bool contains(std::span<const int32_t> ids, int32_t id) { return std::find(ids.begin(), ids.end(), id) != ids.end(); }
 
 }  // namespace
 
 std::string_view stop_reason_name(StopReason reason) {
   switch (reason) {
-    case StopReason::kEos: return "eos";
-    case StopReason::kStopString: return "stop_string";
-    case StopReason::kMaxTokens: return "max_tokens";
-    case StopReason::kContextFull: return "context_full";
+    case StopReason::kEos:
+      return "eos";
+    case StopReason::kStopString:
+      return "stop_string";
+    case StopReason::kMaxTokens:
+      return "max_tokens";
+    case StopReason::kContextFull:
+      return "context_full";
   }
   return "unknown";
 }
@@ -47,9 +47,10 @@ GenerationResult generate(NextTokenLogits& model, std::span<const int32_t> promp
   if (prompt.empty()) throw Error("the prompt has no tokens; the model needs at least one to continue from");
   const int64_t limit = model.context_limit();
   if (static_cast<int64_t>(prompt.size()) >= limit) {
-    throw Error(fmt::format("the prompt has {} tokens but the model's context holds {} (max_position_embeddings); "
-                            "no room left to generate",
-                            prompt.size(), limit));
+    throw Error(
+        fmt::format("the prompt has {} tokens but the model's context holds {} (max_position_embeddings); "
+                    "no room left to generate",
+                    prompt.size(), limit));
   }
   GenerationResult result;
   result.prompt_tokens = static_cast<int64_t>(prompt.size());

@@ -105,9 +105,8 @@ TEST_F(CliGenerate, TemperatureZeroReproducesHuggingFaceGreedy) {
   for (const auto& p : prompts) {
     for (int32_t id : p.greedy) ASSERT_TRUE(id != im_end && id != endoftext) << "reference hits EOS; adapt the test";
     Summary s;
-    std::string out = text_of({"--prompt-ids", ids_json(p.ids), "--temperature", "0", "--max-tokens",
-                               std::to_string(p.greedy.size())},
-                              &s);
+    std::string out = text_of(
+        {"--prompt-ids", ids_json(p.ids), "--temperature", "0", "--max-tokens", std::to_string(p.greedy.size())}, &s);
     EXPECT_EQ(out, tok_->decode(p.greedy, /*skip_special=*/true)) << "prompt of " << p.ids.size() << " tokens";
     EXPECT_EQ(s.prompt_tokens, static_cast<int>(p.ids.size()));
     EXPECT_EQ(s.generated_tokens, static_cast<int>(p.greedy.size()));
@@ -183,9 +182,9 @@ TEST_F(CliGenerate, StopStringsEndGenerationAndAreNeverPrinted) {
     EXPECT_EQ(text_of(args), full.substr(0, cut));
   }
   // A stop string that never appears changes nothing.
-  EXPECT_EQ(text_of({"--prompt", "The weather is", "--temperature", "0", "--max-tokens", "40", "--stop",
-                     "\x01never\x02"}),
-            full);
+  EXPECT_EQ(
+      text_of({"--prompt", "The weather is", "--temperature", "0", "--max-tokens", "40", "--stop", "\x01never\x02"}),
+      full);
 }
 
 TEST_F(CliGenerate, EosFromEachConfigFileStopsGeneration) {
@@ -231,9 +230,9 @@ TEST_F(CliGenerate, ChatWrapsThePromptInTheModelsTemplate) {
       "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHello there<|im_end|>\n<|im_start|>assistant\n";
   auto ids = tok_->encode(rendered, /*parse_special=*/true);
   Summary chat, raw;
-  std::string chat_out = text_of({"--chat", "--system", "Be brief.", "--prompt", "Hello there", "--temperature", "0",
-                                  "--max-tokens", "12"},
-                                 &chat);
+  std::string chat_out = text_of(
+      {"--chat", "--system", "Be brief.", "--prompt", "Hello there", "--temperature", "0", "--max-tokens", "12"},
+      &chat);
   std::string raw_out = text_of({"--prompt-ids", ids_json(ids), "--temperature", "0", "--max-tokens", "12"}, &raw);
   EXPECT_EQ(chat.prompt_tokens, static_cast<int>(ids.size()));
   EXPECT_EQ(chat_out, raw_out);
@@ -244,7 +243,8 @@ TEST_F(CliGenerate, ChatWrapsThePromptInTheModelsTemplate) {
 }
 
 TEST_F(CliGenerate, ChatWithoutATemplateIsAUsageError) {
-  std::string dir = assemble_tiny_model("no-template", [](ModelFiles& f) { f.tokenizer_config.erase("chat_template"); });
+  std::string dir =
+      assemble_tiny_model("no-template", [](ModelFiles& f) { f.tokenizer_config.erase("chat_template"); });
   Ran r = generate({"--chat", "--prompt", "hi"}, dir);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err_lines().size(), 1u) << r.err;

@@ -2,7 +2,6 @@
 // by the ctest fixture). The directory holds only tokenizer files, so these
 // also prove that the commands never touch weights or config.json.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cstdio>

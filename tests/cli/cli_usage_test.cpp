@@ -7,7 +7,7 @@
 namespace flashdraft::cli::test {
 namespace {
 
-const std::string kTinyQwen3 = FD_FIXTURES_DIR "/tiny-qwen3";             // weights, no tokenizer
+const std::string kTinyQwen3 = FD_FIXTURES_DIR "/tiny-qwen3";              // weights, no tokenizer
 const std::string kTinyTokenizer = FD_FIXTURES_DIR "/cli/tiny-tokenizer";  // tokenizer only
 
 // Exactly one line on stderr, "flashdraft: error: ...", containing `needle`;
@@ -45,9 +45,9 @@ TEST(CliHelp, TopLevelListsSubcommands) {
 }
 
 TEST(CliHelp, GenerateDocumentsEveryFlagAndItsDefault) {
-  std::vector<std::string> flags = {"--model",       "--prompt", "--prompt-file", "--prompt-ids", "--chat",
-                                    "--system",      "--no-think", "--max-tokens", "--temperature", "--top-p",
-                                    "--top-k",       "--min-p",  "--seed",        "--stop",       "--ignore-eos"};
+  std::vector<std::string> flags = {"--model",  "--prompt",   "--prompt-file", "--prompt-ids",  "--chat",
+                                    "--system", "--no-think", "--max-tokens",  "--temperature", "--top-p",
+                                    "--top-k",  "--min-p",    "--seed",        "--stop",        "--ignore-eos"};
   expect_help_lists({"generate", "--help"}, flags);
   Ran r = run_flashdraft({"generate", "--help"});
   // Defaults are spelled out: the model's own values, and our fallback.
@@ -122,7 +122,8 @@ TEST(CliUsage, TextThatIsNotUtf8) {
 }
 
 TEST(CliUsage, BadModelPaths) {
-  expect_usage_error({"generate", "--model", "/no/such/dir", "--prompt", "hi"}, "--model DIR: no such directory: /no/such/dir");
+  expect_usage_error({"generate", "--model", "/no/such/dir", "--prompt", "hi"},
+                     "--model DIR: no such directory: /no/such/dir");
   expect_usage_error({"generate", "--model", FD_FIXTURES_DIR "/cli", "--prompt", "hi"},
                      "--model DIR: no config.json in " FD_FIXTURES_DIR "/cli");
   expect_usage_error({"generate", "--model", kTinyQwen3, "--prompt", "hi"},

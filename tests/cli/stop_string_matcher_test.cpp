@@ -121,9 +121,7 @@ TEST(StopStringMatcher, IgnoresPiecesAfterStopping) {
   EXPECT_EQ(m.flush(), "");
 }
 
-TEST(StopStringMatcher, RejectsEmptyStopString) {
-  EXPECT_THROW(StopStringMatcher({"ok", ""}), flashdraft::Error);
-}
+TEST(StopStringMatcher, RejectsEmptyStopString) { EXPECT_THROW(StopStringMatcher({"ok", ""}), flashdraft::Error); }
 
 // Brute-force reference: the safe prefix of everything seen so far ends at the
 // first position whose suffix is still a (possibly empty) prefix of some stop.

@@ -1,10 +1,10 @@
 #include "tiny_model_dir.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
-
-#include <unistd.h>
 
 namespace flashdraft::cli::test {
 namespace fs = std::filesystem;

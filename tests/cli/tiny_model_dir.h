@@ -6,9 +6,8 @@
 // config.json and generation_config.json are tiny-qwen3's with bos/eos ids
 // pointed at the tokenizer's <|endoftext|> / <|im_end|>.
 #include <functional>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace flashdraft::cli::test {
 
