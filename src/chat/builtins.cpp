@@ -539,7 +539,9 @@ Value slice(const Value& obj, const Value& start, const Value& stop, const Value
     for (size_t i : slice_positions(u.size(), start, stop, step)) out += u[i];
     return Value(Json(py::encode_utf8(out)));
   }
-  return Value::undefined(std::string("'").append(obj_desc(obj)) + "' cannot be sliced");
+  // Jinja2 compiles slices to plain Python subscripts, so anything else is a TypeError.
+  if (is_dict(obj)) type_error("unhashable type: 'slice'");
+  type_error("'" + type_name(obj) + "' object is not subscriptable");
 }
 
 Value apply_filter(const std::string& name, const Value& v, const CallArgs& args) {
@@ -666,6 +668,11 @@ bool apply_test(const std::string& name, const Value& v, const CallArgs& args) {
     if (args.positional.size() != 1 || !args.keyword.empty()) type_error("test '" + name + "' takes one argument");
     return args.positional[0];
   };
+  static const std::set<std::string> kWithArgument = {"divisibleby", "eq", "equalto", "==", "ne", "!=", "lt",
+                                                      "lessthan", "<", "le", "<=", "gt", "greaterthan", ">",
+                                                      "ge", ">=", "in", "sameas"};
+  if (!kWithArgument.count(name) && (!args.positional.empty() || !args.keyword.empty()))
+    type_error("test '" + name + "' takes no arguments");
   const bool json = v.is_json();
   const Json::value_t t = json ? v.json().type() : Json::value_t::discarded;
   if (name == "defined") return !v.is_undefined();
@@ -784,6 +791,7 @@ Value negate(const Value& v, bool minus) {
 }
 
 Value binary_op(const std::string& op, const Value& a, const Value& b) {
+  if (op == "%" && is_str(a)) type_error("unsupported printf-style string formatting ('%')");
   if (a.is_undefined()) fail_undefined(a);
   if (b.is_undefined()) fail_undefined(b);
   auto unsupported = [&]() -> Value {
@@ -807,7 +815,6 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
     }
     return Value(std::move(out));
   }
-  if (op == "%" && is_str(a)) type_error("printf-style string formatting ('%') is not supported");
   if (!is_num(a) || !is_num(b)) return unsupported();
   const bool ints = is_int(a) && is_int(b);
   if (ints && op != "/") {
@@ -830,6 +837,7 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
         }
         return int_value(out);
       }
+      if (x == 0) type_error("0.0 cannot be raised to a negative power");
       return Value(Json(std::pow(static_cast<double>(x), static_cast<double>(y))));
     }
     return unsupported();
@@ -852,7 +860,11 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
     if (div - floordiv > 0.5) floordiv += 1.0;
     return Value(Json(div == 0 ? std::copysign(0.0, x / y) : floordiv));
   }
-  if (op == "**") return Value(Json(std::pow(x, y)));
+  if (op == "**") {
+    if (x == 0 && y < 0) type_error("0.0 cannot be raised to a negative power");
+    if (x < 0 && std::isfinite(y) && y != std::floor(y)) type_error("unsupported complex result of '**'");
+    return Value(Json(std::pow(x, y)));
+  }
   return unsupported();
 }
 

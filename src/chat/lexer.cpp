@@ -120,6 +120,11 @@ class Lexer {
   // Returns whether the consumed text ends with a newline (Jinja's line_starting).
   bool lex_comment(size_t tag, size_t inner) {
     const int line = line_at(tag);
+    if (inner >= src_.size()) {
+      // Jinja2's lexer stops silently when a template ends right after "{#".
+      pos_ = src_.size();
+      return false;
+    }
     for (size_t i = src_.find("#}", inner); i != std::string::npos; i = src_.find("#}", i + 1)) {
       const bool minus = i > inner && src_[i - 1] == '-';
       pos_ = i + 2;

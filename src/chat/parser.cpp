@@ -366,6 +366,8 @@ class Parser {
     ExprPtr left = parse_pow();
     while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
       const Token& op = next();
+      if (op.text == "%" && left->kind == Expr::Kind::Const && left->value.is_string())
+        fail(op.line, "unsupported printf-style string formatting ('%')");
       left = binary(Expr::Kind::Binary, op.text, std::move(left), parse_pow(), op.line);
     }
     return left;
@@ -585,7 +587,7 @@ class Parser {
     while (skip_op("|")) {
       const int line = cur().line;
       std::string name = expect_name();
-      if (is_op(".")) fail(line, "unsupported dotted filter name '" + name + ".'");
+      while (skip_op(".")) name += "." + expect_name();
       if (!is_supported_filter(name)) fail(line, "unsupported filter '" + name + "'");
       auto e = make(Expr::Kind::Filter, line);
       e->name = name;
@@ -599,7 +601,8 @@ class Parser {
   ExprPtr parse_test(ExprPtr node) {
     const int line = next().line;  // 'is'
     const bool negated = skip_name("not");
-    const std::string name = expect_name();
+    std::string name = expect_name();
+    while (skip_op(".")) name += "." + expect_name();
     if (!is_supported_test(name)) fail(line, "unsupported test '" + name + "'");
     auto e = make(Expr::Kind::Test, line);
     e->name = name;
