@@ -25,6 +25,10 @@ case $phase in
   tar -C $w/p1 -czf "$OUT/phase1-meta.tgz" --exclude='*.safetensors' target phase1.json corpus_manifest.json
   ;;
 2)
+  rm -rf $w/smoke
+  timeout 150 python3 tools/train_tiny/smoke.py $w/smoke $he > "$OUT/smoke.log" 2>&1
+  echo "smoke rc=$? after $(( $(date +%s) - start ))s"; tail -4 "$OUT/smoke.log"
+  grep -q "PHASE2 CODE OK" "$OUT/smoke.log" || exit 1
   python3 tools/train_tiny/phase2_drafters.py .carry/train/target $w/p2 --gen-seconds 60 --deadline $deadline \
     2>&1 | tee "$OUT/phase2.log"
   tar -C $w/p2 -czf "$OUT/phase2.tgz" drafter-full drafter-swa phase2.json

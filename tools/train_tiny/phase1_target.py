@@ -173,9 +173,13 @@ def main():
 
     shards = save_target(model, cfg, generation_config(eot, special_ids["<|im_end|>"]), target_dir)
     report["shards"] = shards
-    # Reload through transformers and check the stored bf16 weights give the same logits.
+    # Reload through transformers and check the stored bf16 weights give the same logits
+    # (rounding the weights only: model.to(bf16) would also round RoPE's inv_freq buffer).
     reloaded = Qwen3ForCausalLM.from_pretrained(target_dir, dtype=torch.bfloat16).cuda().eval()
-    ref = model.to(torch.bfloat16).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.data = p.data.to(torch.bfloat16)
+    ref = model.eval()
     x = held_gpu[:256].long()[None]
     with torch.no_grad():
         d = (reloaded(input_ids=x).logits.float() - ref(input_ids=x).logits.float()).abs().max().item()

@@ -47,30 +47,34 @@ PEAK_LR, MIN_LR, WARMUP = 1.5e-3, 1.5e-4, 200
 CORPUS_BYTES = 40_000_000
 
 
-def corpus_stream(tok, eot):
-    """A deterministic slice of the training files (content-hash order), tokenized."""
+def encode_stream(tok, texts, eot):
+    out = []
+    for i in range(0, len(texts), 4096):
+        for e in tok.encode_batch(texts[i:i + 4096]):
+            out.append(np.asarray(e.ids + [eot], dtype=np.uint16))
+    return np.concatenate(out)
+
+
+def corpus_streams(tok, eot):
+    """A deterministic slice of the training files (content-hash order) and the held-out files, tokenized."""
     from corpus import collect
 
-    train, _, _ = collect()
+    train, heldout, _ = collect()
     keyed = sorted(train, key=lambda d: hashlib.sha256(d[1].encode()).hexdigest())
-    ids, size = [], 0
+    texts, size = [], 0
     for _, text in keyed:
         if size >= CORPUS_BYTES:
             break
-        ids.append(text)
+        texts.append(text)
         size += len(text)
-    out = []
-    for i in range(0, len(ids), 4096):
-        for e in tok.encode_batch(ids[i:i + 4096]):
-            out.append(np.asarray(e.ids + [eot], dtype=np.uint16))
-    return np.concatenate(out)
+    return encode_stream(tok, texts, eot), encode_stream(tok, [t for _, t in heldout], eot)
 
 
 @torch.no_grad()
 def greedy_continue(target, prefix, n_new):
     """prefix [G, L] -> [G, L + n_new], greedy, bf16 with a KV cache (training data only)."""
     with torch.autocast("cuda", dtype=torch.bfloat16):
-        out = target(input_ids=prefix, use_cache=True)
+        out = target(input_ids=prefix, use_cache=True, logits_to_keep=1)
         past, nxt = out.past_key_values, out.logits[:, -1].argmax(-1)
         toks = [nxt]
         for _ in range(n_new - 1):
@@ -224,8 +228,12 @@ def main():
     target = target.cuda().eval().requires_grad_(False)
     with open(os.path.join(args.target, "config.json")) as f:
         tcfg = json.load(f)
-    stream = corpus_stream(tok, eot)
+    stream, held = corpus_streams(tok, eot)
     print(f"corpus slice: {stream.size / 1e6:.1f}M tokens, {time.time() - t0:.0f}s", flush=True)
+    from phase1_target import SEQ as TARGET_SEQ, heldout_loss
+
+    shipped_loss = heldout_loss(target, torch.from_numpy(held.astype(np.int32)).cuda(), TARGET_SEQ)
+    print(f"held-out loss of the shipped bf16 target: {shipped_loss:.4f}", flush=True)
     gen_data = generate_data(target, stream, eot, args.gen_seconds, GEN_BATCH, SEQ, rng)
     stream_gpu = torch.from_numpy(stream.astype(np.int32)).cuda()
     if args.deadline:
@@ -241,7 +249,8 @@ def main():
     result = train_drafters(target, drafters, gen_data, stream_gpu, mask_id, args.train_seconds, SEQ, SEED)
     report = {"seed": SEED, "train_seconds_budget": args.train_seconds, "generated_sequences": int(gen_data[0].shape[0]), "seq": SEQ, "gamma": GAMMA,
               "anchors_per_seq": ANCHORS, "batch": [BATCH_GEN, BATCH_CORPUS], "tap_ids": TAP_IDS,
-              "corpus_slice_tokens": int(stream.size), **result}
+              "corpus_slice_tokens": int(stream.size),
+              "heldout_loss_shipped_bf16_target": shipped_loss, **result}
     for name, d in drafters.items():
         d.save(os.path.join(args.out, name))
         report[name + "_params"] = sum(p.numel() for p in d.parameters())
