@@ -2,7 +2,7 @@
 # One phase of the pipeline as one call on the GPU machine, packing results into $OUT
 # (at most 8 files come back, so small files travel as one tarball).
 #   phase 1: smoke test, corpus, tokenizer, target     (needs .carry/train/humaneval.jsonl)
-#   phase 2: drafters                                    (needs .carry/train/target/)
+#   phase 2: drafters                                    (needs models/target/)
 #   phase 3: tau on HumanEval + fixtures                 (needs models/ and humaneval.jsonl)
 # Usage (on the GPU machine, repo root): bash tools/train_tiny/device_run.sh N [SECONDS]
 set -uo pipefail
@@ -29,7 +29,7 @@ case $phase in
   timeout 150 python3 tools/train_tiny/smoke.py $w/smoke $he > "$OUT/smoke.log" 2>&1
   echo "smoke rc=$? after $(( $(date +%s) - start ))s"; tail -4 "$OUT/smoke.log"
   grep -q "PHASE2 CODE OK" "$OUT/smoke.log" || exit 1
-  python3 tools/train_tiny/phase2_drafters.py .carry/train/target $w/p2 --gen-seconds 60 --deadline $deadline \
+  python3 tools/train_tiny/phase2_drafters.py models/target $w/p2 --gen-seconds 60 --deadline $deadline \
     2>&1 | tee "$OUT/phase2.log"
   tar -C $w/p2 -czf "$OUT/phase2.tgz" drafter-full drafter-swa phase2.json
   ;;
