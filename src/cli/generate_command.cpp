@@ -166,7 +166,9 @@ CLI::App* add_generate_command(CLI::App& app, GenerateOptions& o) {
                   "Stop when the text contains STR; the stop string is not printed (repeat for several; "
                   "default: none)")
       ->type_name("STR")
-      ->allow_extra_args(false);
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_flag("--ignore-eos", o.ignore_eos,
                 "Keep generating past end-of-sequence tokens, up to --max-tokens (default: off)");
   return cmd;

@@ -101,6 +101,8 @@ TEST(CliUsage, OutOfRangeSamplingValues) {
   expect_usage_error(gen({"--top-k", "-3"}), "--top-k");
   expect_usage_error(gen({"--min-p", "2"}), "--min-p");
   expect_usage_error(gen({"--stop", ""}), "--stop");
+  // Each --stop takes one string; a second word is not silently a second stop.
+  expect_usage_error(gen({"--stop", "alpha", "omega"}), "omega");
 }
 
 TEST(CliUsage, ValuesOfTheWrongType) {
