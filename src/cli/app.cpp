@@ -33,6 +33,7 @@ int run(int argc, char** argv) {
   CLI::App app{"flashdraft: LLM inference for Qwen3 models, with DFlash speculative decoding", "flashdraft"};
   app.require_subcommand(1, 1);
   app.set_help_all_flag("--help-all", "Print help for every subcommand");
+  app.set_version_flag("--version", "flashdraft " FLASHDRAFT_VERSION);
   app.footer("Run 'flashdraft SUBCOMMAND --help' for the flags of a subcommand.");
   // Later subcommands (serve, bench) register here the same way.
   GenerateOptions generate;

@@ -2,6 +2,8 @@
 // code 2 for every kind of bad usage.
 #include <gtest/gtest.h>
 
+#include <cctype>
+
 #include "subprocess.h"
 
 namespace flashdraft::cli::test {
@@ -42,6 +44,13 @@ TEST(CliHelp, TopLevelListsSubcommands) {
   for (const char* sub : {"generate", "tokenize", "detokenize"}) {
     EXPECT_NE(r.out.find(sub), std::string::npos) << sub << " missing:\n" << r.out;
   }
+}
+
+TEST(CliHelp, Version) {
+  Ran r = run_flashdraft({"--version"});
+  EXPECT_EQ(r.exit_code, 0);
+  ASSERT_EQ(r.out.rfind("flashdraft ", 0), 0u) << r.out;
+  EXPECT_TRUE(r.out.size() > 11 && std::isdigit(static_cast<unsigned char>(r.out[11]))) << r.out;
 }
 
 TEST(CliHelp, GenerateDocumentsEveryFlagAndItsDefault) {
