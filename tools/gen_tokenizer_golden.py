@@ -14,6 +14,11 @@ Golden files (written only with --tokenizer-dir):
                        coded as "FIRST LAST len,len,..." (hex code points)
   unicode_nfc.txt      "CP NFC..." (hex) for every code point that HF's
                        normalizer changes
+  small/               a 1000-token BPE trained here with HF's trainer and
+                       Qwen's normalizer/pre-tokenizer/decoder config, plus
+                       added tokens of every kind (tokenizer.json,
+                       tokenizer_config.json) and its golden.jsonl (rows carry
+                       their own "text"): vocab-size generality
 
 The corpus is built deterministically (no randomness outside a fixed-seed
 generator that uses only random.random()), so running this on two machines
@@ -441,10 +446,62 @@ def decode_rows(tok, tok_json_path, count):
     return rows
 
 
+SMALL_EXTRA_TEXTS = [
+    'cafe\u0301 caf\u00e9 <think>x</think> \u4e2d\u6587 <|im_start|>hi<|im_end|>',
+    '\u4e2d\u6587\u4e2d\u6587<think><think>',
+    'caf\u00e9<|endoftext|>cafe\u0301',
+    '<|im_start|>user\nWhat\'s 2+2?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n4<|im_end|>',
+]
+
+
+def train_small(corpus, qwen_tokenizer_dir, out_dir):
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
+    qwen = json.load(open(os.path.join(qwen_tokenizer_dir, 'tokenizer.json'), encoding='utf-8'))
+    pattern = qwen['pre_tokenizer']['pretokenizers'][0]['pattern']['Regex']
+    tok = Tokenizer(models.BPE())
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(pattern), behavior='isolated', invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    specials = ['<|endoftext|>', '<|im_start|>', '<|im_end|>']
+    trainer = trainers.BpeTrainer(vocab_size=1000, special_tokens=specials, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(corpus, trainer=trainer)
+    # Non-special added tokens: one matched after normalisation, one whose
+    # text lies in the byte alphabet, one outside it.
+    tok.add_tokens([AddedToken('<think>', special=False, normalized=False),
+                    AddedToken('</think>', special=False, normalized=False),
+                    AddedToken('caf\u00e9', special=False, normalized=True),
+                    AddedToken('\u4e2d\u6587', special=False, normalized=False)])
+    os.makedirs(out_dir, exist_ok=True)
+    tok.save(os.path.join(out_dir, 'tokenizer.json'))
+    with open(os.path.join(out_dir, 'tokenizer_config.json'), 'w', encoding='utf-8') as f:
+        json.dump({'add_bos_token': False, 'bos_token': None, 'eos_token': {'content': '<|im_end|>'},
+                   'pad_token': '<|endoftext|>', 'chat_template': None}, f, indent=2)
+
+    tok = Tokenizer.from_file(os.path.join(out_dir, 'tokenizer.json'))
+    plain = Tokenizer.from_file(os.path.join(out_dir, 'tokenizer.json'))
+    plain.encode_special_tokens = True
+    texts = [t for t in corpus if len(t.encode()) < 10000] + SMALL_EXTRA_TEXTS
+    rows = []
+    for text in texts:
+        ids = tok.encode(text, add_special_tokens=False).ids
+        rows.append({'text': text, 'ids': ids,
+                     'ids_nospecial': plain.encode(text, add_special_tokens=False).ids,
+                     'decode': tok.decode(ids, skip_special_tokens=False),
+                     'decode_skip': tok.decode(ids, skip_special_tokens=True)})
+    write_jsonl(os.path.join(out_dir, 'golden.jsonl'), rows)
+    print(f'small tokenizer: vocab {tok.get_vocab_size()}, {len(rows)} golden rows')
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--out', required=True, help='directory for corpus.jsonl (and golden.jsonl)')
     ap.add_argument('--tokenizer-dir', help='directory with tokenizer.json; enables golden.jsonl')
+    ap.add_argument('--train-small', action='store_true', help='also train and record the small tokenizer')
+    ap.add_argument('--skip-qwen', action='store_true', help='skip the Qwen3 golden files')
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     corpus = build_corpus()
@@ -452,7 +509,7 @@ def main():
     write_jsonl(corpus_path, [{'text': t} for t in corpus])
     digest = hashlib.sha256(open(corpus_path, 'rb').read()).hexdigest()
     print(f'{len(corpus)} strings, {sum(len(t.encode()) for t in corpus)} bytes, corpus sha256 {digest}')
-    if args.tokenizer_dir:
+    if args.tokenizer_dir and not args.skip_qwen:
         rows = golden_rows(corpus, args.tokenizer_dir)
         rows[0]['corpus_sha256'] = digest
         write_jsonl(os.path.join(args.out, 'golden.jsonl'), rows)
@@ -461,6 +518,8 @@ def main():
         write_jsonl(os.path.join(args.out, 'golden_decode.jsonl'), decode_rows(tok, os.path.join(args.tokenizer_dir, 'tokenizer.json'), 300))
         write_unicode_tables(tok, args.out)
         print(f'golden written with tokenizers {rows[0]["tokenizers_version"]}')
+    if args.train_small:
+        train_small(corpus, args.tokenizer_dir, os.path.join(args.out, 'small'))
 
 
 if __name__ == '__main__':
