@@ -61,7 +61,10 @@ TEST(UnicodeTables, SplitClassesEveryCodePointLikeHuggingFace) {
       words.clear();
       splitter.split(probe, words);
       std::string ours;
-      for (auto w : words) ours += (ours.empty() ? "" : ",") + std::to_string(w.size());
+      for (auto w : words) {
+        if (!ours.empty()) ours += ',';
+        ours += std::to_string(w.size());
+      }
       ++checked;
       if (ours == signature) continue;
       // Characters encoded after PCRE2's Unicode version are unknown to it,
