@@ -334,6 +334,21 @@ def construct_cases():
     add("range_and_dict", "{{ range(3)|list }} {{ range(1, 10, 3)|list }} {{ range(5, 0, -2)|list }} {{ dict(a=1, b='x') }}")
     add("generation_tag", "{% for m in messages %}{% if m.role == 'assistant' %}{% generation %}<{{ m.content }}>{% endgeneration %}{% else %}{{ m.content }}{% endif %}{% endfor %}", {"messages": msgs})
     add("print_tag", "{% print 'p' ~ 1 %}")
+    # Macros: defaults evaluated at call time, live template-level names, closures over loops, recursion.
+    add("macro_params", "{% macro m(a, b='B', c=none) %}[{{ a }}|{{ b }}|{{ c }}]{% endmacro %}{{ m(1) }}{{ m(1, 2, 3) }}{{ m(c=5, a=0) }}{{ m() }}")
+    add("macro_default_uses_param", "{% macro m(a, b=a ~ 'x') %}{{ b }}{% endmacro %}{{ m('q') }}{{ m('q', 'r') }}")
+    add("macro_sees_live_globals", "{% set x = 1 %}{% macro m() %}{{ x }}{% set y = 3 %}{{ y }}{% endmacro %}{% set x = 2 %}{{ m() }}[{{ y }}]")
+    add("macro_closure_in_loop", "{% for i in [1, 2] %}{% macro m() %}{{ i }}{{ loop is defined }}{% endmacro %}{{ m() }}{% endfor %}")
+    add("macro_recursion", "{% macro m(x) %}{% if x > 0 %}{{ x }}{{ m(x - 1) }}{% endif %}{% endmacro %}{{ m(3) }}")
+    add("macro_result_is_string", "{% macro m() %}  a  {% endmacro %}[{{ m() }}]{{ m() + 'b' }}{{ m()|length }}{{ m()|trim }}")
+    add("macro_varargs_kwargs", "{% macro m(a) %}{{ a }}{{ varargs|list }}{{ varargs|length }}{{ kwargs }}{% endmacro %}{{ m(1, 2, 3, k=4) }}")
+    add("macro_namespace_side_effect", "{% set ns = namespace(v=1) %}{% macro m() %}{% set ns.v = ns.v + 1 %}{% endmacro %}{{ m() }}{{ m() }}{{ ns.v }}")
+    add("macro_whitespace", "{%- macro render(item, tag='x') -%}\n  <{{ tag }}>{{ item }}</{{ tag }}>\n{%- endmacro %}\n{% for i in items %}\n  {{ render(i) }}\n  {{- render(i, tag='y') }}\n{% endfor %}\n", {"items": ["a", "b"]})
+    add("macro_too_many_args_error", "{% macro m(a) %}{{ a }}{% endmacro %}{{ m(1, 2) }}")
+    add("macro_unknown_kwarg_error", "{% macro m(a) %}{{ a }}{% endmacro %}{{ m(b=2) }}")
+    add("macro_called_before_definition_error", "{{ m() }}{% macro m() %}x{% endmacro %}")
+    # Markup from |safe and |e: `+` escapes the plain side, `~` does not.
+    add("safe_and_escape", "{{ ('<a>'|safe) + '<b>' }}|{{ '<b>' + ('<a>'|safe) }}|{{ '<a>'|safe ~ '<b>' }}|{{ '<&>\\'\"'|e }}|{{ ('x'|safe)|length }}|{{ ('<'|safe).strip() + '<' }}|{{ d|tojson|safe }}|{{ ('<'|safe|upper) + '>' }}", {"d": {"k": "<v>"}})
     return c
 
 

@@ -48,7 +48,7 @@ struct Node;
 using Body = std::vector<Node>;
 
 struct Node {
-  enum class Kind { Text, Output, If, For, Set, SetBlock, Break, Continue, Passthrough };
+  enum class Kind { Text, Output, If, For, Set, SetBlock, Break, Continue, Passthrough, Macro };
   Kind kind;
   int line = 0;
   std::string text;                  // Text
@@ -59,6 +59,11 @@ struct Node {
   std::vector<std::pair<ExprPtr, Body>> branches;  // If / elif
   Body body;                         // For / SetBlock / Passthrough body
   Body else_body;                    // If else / For else
+  // Macro: targets[0] is its name, body its body.
+  std::vector<std::string> params;
+  std::vector<ExprPtr> defaults;     // one per param, null when it has none
+  bool catches_varargs = false;      // the body reads `varargs` / `kwargs`, so extra arguments land there
+  bool catches_kwargs = false;
 };
 
 }  // namespace flashdraft::chat

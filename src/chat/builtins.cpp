@@ -14,7 +14,7 @@ namespace {
 const std::set<std::string> kFilters = {
     "length", "count", "tojson", "trim", "string", "first", "last", "default", "d", "join", "upper", "lower",
     "capitalize", "title", "replace", "list", "reverse", "items", "int", "float", "abs", "unique",
-    "map", "select", "reject", "selectattr", "rejectattr"};
+    "map", "select", "reject", "selectattr", "rejectattr", "safe", "escape", "e"};
 const std::set<std::string> kTests = {
     "defined", "undefined", "none", "string", "number", "integer", "float", "boolean", "true", "false",
     "mapping", "sequence", "iterable", "callable", "odd", "even", "divisibleby", "eq", "equalto", "==",
@@ -145,6 +145,27 @@ std::vector<size_t> slice_positions(size_t len, const Value& start, const Value&
   std::vector<size_t> out;
   for (int64_t i = b; s > 0 ? i < e : i > e; i += s) out.push_back(static_cast<size_t>(i));
   return out;
+}
+
+// markupsafe.escape.
+std::string html_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&#34;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// Markup's str methods and Jinja's trim/upper/lower/capitalize keep a string marked safe.
+Value same_markup(const Value& src, std::string s) {
+  return src.is_markup() ? Value::markup(std::move(s)) : Value(Json(std::move(s)));
 }
 
 Value dumps(const Value& v, const CallArgs& args) {
@@ -338,19 +359,19 @@ Value string_method(const Value& self, const std::string& name, const CallArgs& 
   }
   if (name == "strip" || name == "lstrip" || name == "rstrip") {
     Params p(name, args, {"chars"});
-    return Value(Json(py::strip(s, opt_str(p, 0, name), name != "rstrip", name != "lstrip")));
+    return same_markup(self, py::strip(s, opt_str(p, 0, name), name != "rstrip", name != "lstrip"));
   }
   if (name == "replace") {
     Params p(name, args, {"old", "new", "count"});
     if (!p.has(1)) type_error("replace() takes at least 2 arguments");
-    return Value(Json(py::replace(s, arg_str(p.values[0], name), arg_str(p.values[1], name), opt_long(p, 2, -1, name))));
+    return same_markup(self, py::replace(s, arg_str(p.values[0], name), arg_str(p.values[1], name), opt_long(p, 2, -1, name)));
   }
   if (name == "upper" || name == "lower" || name == "capitalize" || name == "title") {
     Params p(name, args, {});
-    if (name == "upper") return Value(Json(py::upper(s)));
-    if (name == "lower") return Value(Json(py::lower(s)));
-    if (name == "capitalize") return Value(Json(py::capitalize(s)));
-    return Value(Json(py::title(s)));
+    if (name == "upper") return same_markup(self, py::upper(s));
+    if (name == "lower") return same_markup(self, py::lower(s));
+    if (name == "capitalize") return same_markup(self, py::capitalize(s));
+    return same_markup(self, py::title(s));
   }
   if (name == "find" || name == "rfind" || name == "count") {
     Params p(name, args, {"sub"});
@@ -541,7 +562,7 @@ Value slice(const Value& obj, const Value& start, const Value& stop, const Value
   }
   // Jinja2 compiles slices to plain Python subscripts, so anything else is a TypeError.
   if (is_dict(obj)) type_error("unhashable type: 'slice'");
-  type_error("'" + type_name(obj) + "' object is not subscriptable");
+  type_error(std::string("'").append(type_name(obj)) + "' object is not subscriptable");
 }
 
 Value apply_filter(const std::string& name, const Value& v, const CallArgs& args) {
@@ -562,15 +583,23 @@ Value apply_filter(const std::string& name, const Value& v, const CallArgs& args
   }
   if (name == "trim") {
     Params p(name, args, {"chars"});
-    return Value(Json(py::strip(to_str(v), opt_str(p, 0, "trim"), true, true)));
+    return same_markup(v, py::strip(to_str(v), opt_str(p, 0, "trim"), true, true));
   }
   if (name == "upper" || name == "lower" || name == "capitalize" || name == "title") {
     Params p(name, args, {});
     const std::string s = to_str(v);
-    if (name == "upper") return Value(Json(py::upper(s)));
-    if (name == "lower") return Value(Json(py::lower(s)));
-    if (name == "capitalize") return Value(Json(py::capitalize(s)));
+    if (name == "upper") return same_markup(v, py::upper(s));
+    if (name == "lower") return same_markup(v, py::lower(s));
+    if (name == "capitalize") return same_markup(v, py::capitalize(s));
     return Value(Json(jinja_title(s)));
+  }
+  if (name == "safe") {
+    Params p(name, args, {});
+    return Value::markup(to_str(v));
+  }
+  if (name == "escape" || name == "e") {
+    Params p(name, args, {});
+    return v.is_markup() ? v : Value::markup(html_escape(to_str(v)));
   }
   if (name == "first" || name == "last") {
     Params p(name, args, {});
@@ -798,7 +827,11 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
     type_error("unsupported operand type(s) for " + op + ": '" + type_name(a) + "' and '" + type_name(b) + "'");
   };
   if (op == "+") {
-    if (is_str(a) && is_str(b)) return Value(Json(str(a) + str(b)));
+    if (is_str(a) && is_str(b)) {
+      if (a.is_markup() || b.is_markup())
+        return Value::markup((a.is_markup() ? str(a) : html_escape(str(a))) + (b.is_markup() ? str(b) : html_escape(str(b))));
+      return Value(Json(str(a) + str(b)));
+    }
     if (is_list(a) && is_list(b)) {
       Json out = a.json();
       for (const auto& e : b.json()) out.push_back(e);

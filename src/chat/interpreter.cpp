@@ -1,5 +1,6 @@
 #include "chat/interpreter.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "chat/builtins.h"
@@ -14,6 +15,19 @@ struct LocatedError : Error {
 };
 
 enum class Flow { Normal, Break, Continue };
+
+using Scope = std::unordered_map<std::string, Value>;
+
+}  // namespace
+
+// A macro plus the loop scopes around its definition (Jinja2 macros close over
+// them); template-level names are looked up live at call time.
+struct MacroClosure {
+  const Node* node;
+  std::vector<Scope> captured;
+};
+
+namespace {
 
 class Interpreter {
  public:
@@ -60,7 +74,71 @@ class Interpreter {
       case Node::Kind::Break: flow = Flow::Break; return;
       case Node::Kind::Continue: flow = Flow::Continue; return;
       case Node::Kind::Passthrough: return exec(n.body, out, flow);
+      case Node::Kind::Macro: {
+        auto closure = std::make_shared<MacroClosure>();
+        closure->node = &n;
+        closure->captured.assign(scopes_.begin() + 1, scopes_.end());
+        scopes_.back()[n.targets[0]] = Value::macro(n.targets[0], std::move(closure));
+        return;
+      }
     }
+  }
+
+  Value call_macro(const MacroClosure& m, CallArgs args) {
+    const Node& n = *m.node;
+    const std::string& name = n.targets[0];
+    if (args.positional.size() > n.params.size() && !n.catches_varargs)
+      throw Error("macro '" + name + "' takes not more than " + std::to_string(n.params.size()) + " argument(s)");
+    if (++macro_depth_ > 200) throw Error("macro '" + name + "' recursed more than 200 levels deep");
+    // Run the body on its own scope stack: live template level, captured scopes, parameters.
+    std::vector<Scope> saved = std::move(scopes_);
+    scopes_.clear();
+    scopes_.push_back(std::move(saved[0]));
+    struct Restore {
+      Interpreter& self;
+      std::vector<Scope>& saved;
+      ~Restore() {
+        saved[0] = std::move(self.scopes_[0]);
+        self.scopes_ = std::move(saved);
+        --self.macro_depth_;
+      }
+    } restore{*this, saved};
+    for (const Scope& c : m.captured) scopes_.push_back(c);
+    scopes_.emplace_back();
+    Json extra_kwargs = Json::object();
+    std::vector<bool> bound(n.params.size(), false);
+    for (size_t i = 0; i < args.positional.size() && i < n.params.size(); ++i) {
+      scopes_.back()[n.params[i]] = args.positional[i];
+      bound[i] = true;
+    }
+    for (auto& [k, v] : args.keyword) {
+      auto it = std::find(n.params.begin(), n.params.end(), k);
+      if (it == n.params.end()) {
+        if (!n.catches_kwargs) throw Error("macro '" + name + "' takes no keyword argument '" + k + "'");
+        extra_kwargs[k] = as_element(v);
+        continue;
+      }
+      const size_t i = static_cast<size_t>(it - n.params.begin());
+      if (bound[i]) throw Error("macro '" + name + "' got multiple values for argument '" + k + "'");
+      scopes_.back()[k] = v;
+      bound[i] = true;
+    }
+    for (size_t i = 0; i < n.params.size(); ++i) {
+      if (bound[i]) continue;
+      // Defaults are evaluated at call time and may use the parameters before them.
+      scopes_.back()[n.params[i]] =
+          n.defaults[i] ? eval(*n.defaults[i]) : Value::undefined("parameter '" + n.params[i] + "' was not provided");
+    }
+    if (n.catches_varargs) {
+      Json rest = Json::array();
+      for (size_t i = n.params.size(); i < args.positional.size(); ++i) rest.push_back(as_element(args.positional[i]));
+      scopes_.back()["varargs"] = Value(std::move(rest));
+    }
+    if (n.catches_kwargs) scopes_.back()["kwargs"] = Value(std::move(extra_kwargs));
+    std::string out;
+    Flow flow = Flow::Normal;
+    exec(n.body, out, flow);
+    return Value(Json(std::move(out)));
   }
 
   void assign_targets(const std::vector<std::string>& targets, const Value& v) {
@@ -229,11 +307,13 @@ class Interpreter {
     if (fn.is_undefined()) fail_undefined(fn);
     if (fn.kind() != Value::Kind::Function) throw Error("'" + type_name(fn) + "' object is not callable");
     if (fn.bound_self()) return call_method(*fn.bound_self(), fn.function_name(), eval_args(e, 1));
+    if (fn.macro_closure()) return call_macro(*fn.macro_closure(), eval_args(e, 1));
     return call_global(fn.function_name(), eval_args(e, 1));
   }
 
   const Json& ctx_;
-  std::vector<std::unordered_map<std::string, Value>> scopes_;
+  std::vector<Scope> scopes_;
+  int macro_depth_ = 0;
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <initializer_list>
+#include <set>
 
 #include "chat/builtins.h"
 #include "chat/lexer.h"
@@ -33,6 +34,9 @@ class Parser {
   Body parse_root() {
     Body body = parse_statements({});
     if (cur().kind != K::End) fail(cur().line, "unexpected '{% " + cur().text + " %}'");
+    // Calls may precede the macro definition in the text, so names are checked at the end.
+    for (const auto& [name, line] : called_names_)
+      if (!macro_names_.count(name)) fail(line, "unsupported function '" + name + "'");
     return body;
   }
 
@@ -147,6 +151,7 @@ class Parser {
       n.line = line;
       return n;
     }
+    if (name == "macro") return parse_macro(line);
     if (name == "generation") {
       // transformers' {% generation %} marks assistant text for masks; it renders its body unchanged.
       expect_block_end(name);
@@ -157,7 +162,7 @@ class Parser {
       expect_block_end("endgeneration");
       return n;
     }
-    static const char* const closers[] = {"endif", "endfor", "endset", "else", "elif", "endgeneration"};
+    static const char* const closers[] = {"endif", "endfor", "endset", "else", "elif", "endgeneration", "endmacro"};
     for (const char* c : closers)
       if (name == c) fail(line, "unexpected '{% " + name + " %}'");
     fail(line, "unsupported tag '" + name + "'");
@@ -205,6 +210,35 @@ class Parser {
       next();
     }
     expect_block_end("endfor");
+    return n;
+  }
+
+  Node parse_macro(int line) {
+    Node n = make_node(Node::Kind::Macro);
+    n.line = line;
+    n.targets.push_back(expect_name());
+    expect_op("(");
+    while (!is_op(")")) {
+      if (!n.params.empty()) expect_op(",");
+      if (is_op(")")) break;
+      n.params.push_back(expect_name());
+      n.defaults.push_back(skip_op("=") ? parse_expression() : nullptr);
+      if (!n.defaults.back() && n.defaults.size() > 1 && n.defaults[n.defaults.size() - 2])
+        fail(line, "non-default argument follows default argument in macro '" + n.targets[0] + "'");
+    }
+    expect_op(")");
+    expect_block_end("macro");
+    macro_names_.insert(n.targets[0]);
+    macro_reads_.emplace_back();
+    const int saved_loop_depth = loop_depth_;
+    loop_depth_ = 0;  // break/continue cannot cross a macro boundary
+    n.body = parse_block_body({"endmacro"}, "macro", line);
+    loop_depth_ = saved_loop_depth;
+    n.catches_varargs = macro_reads_.back().count("varargs") > 0;
+    n.catches_kwargs = macro_reads_.back().count("kwargs") > 0;
+    macro_reads_.pop_back();
+    next();
+    expect_block_end("endmacro");
     return n;
   }
 
@@ -408,6 +442,7 @@ class Parser {
       else {
         e->kind = Expr::Kind::Name;
         e->name = t.text;
+        if (!macro_reads_.empty()) macro_reads_.back().insert(t.text);
       }
       return e;
     }
@@ -573,7 +608,7 @@ class Parser {
     if (callee->kind == Expr::Kind::GetAttr) {
       if (!is_supported_method(callee->name)) fail(line, "unsupported method '" + callee->name + "'");
     } else if (callee->kind == Expr::Kind::Name) {
-      if (!is_supported_global_function(callee->name)) fail(line, "unsupported function '" + callee->name + "'");
+      if (!is_supported_global_function(callee->name)) called_names_.emplace_back(callee->name, line);
     } else {
       fail(line, "unsupported call of a computed value");
     }
@@ -587,7 +622,7 @@ class Parser {
     while (skip_op("|")) {
       const int line = cur().line;
       std::string name = expect_name();
-      while (skip_op(".")) name += "." + expect_name();
+      while (skip_op(".")) name.append(".").append(expect_name());
       if (!is_supported_filter(name)) fail(line, "unsupported filter '" + name + "'");
       auto e = make(Expr::Kind::Filter, line);
       e->name = name;
@@ -602,7 +637,7 @@ class Parser {
     const int line = next().line;  // 'is'
     const bool negated = skip_name("not");
     std::string name = expect_name();
-    while (skip_op(".")) name += "." + expect_name();
+    while (skip_op(".")) name.append(".").append(expect_name());
     if (!is_supported_test(name)) fail(line, "unsupported test '" + name + "'");
     auto e = make(Expr::Kind::Test, line);
     e->name = name;
@@ -624,6 +659,9 @@ class Parser {
   std::vector<Token> t_;
   size_t i_ = 0;
   int loop_depth_ = 0;
+  std::set<std::string> macro_names_;
+  std::vector<std::pair<std::string, int>> called_names_;  // calls of names that are not builtins
+  std::vector<std::set<std::string>> macro_reads_;         // names read in each macro being parsed
 };
 
 }  // namespace

@@ -60,6 +60,18 @@ Value Value::function(std::string name, std::shared_ptr<Value> self) {
   return v;
 }
 
+Value Value::macro(std::string name, std::shared_ptr<const MacroClosure> closure) {
+  Value v = function(std::move(name));
+  v.macro_ = std::move(closure);
+  return v;
+}
+
+Value Value::markup(std::string s) {
+  Value v{Json(std::move(s))};
+  v.markup_ = true;
+  return v;
+}
+
 static bool json_truthy(const Json& j) {
   switch (j.type()) {
     case Json::value_t::null: return false;
@@ -191,7 +203,8 @@ std::string to_str(const Value& v) {
     }
     case Value::Kind::Loop:
       return "<LoopContext " + std::to_string(v.loop().index0 + 1) + "/" + std::to_string(v.loop().items->size()) + ">";
-    case Value::Kind::Function: return "<function " + v.function_name() + ">";
+    case Value::Kind::Function:
+      return v.macro_closure() ? "<Macro '" + v.function_name() + "'>" : "<function " + v.function_name() + ">";
   }
   return "";
 }

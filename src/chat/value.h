@@ -15,6 +15,7 @@ namespace flashdraft::chat {
 using Json = nlohmann::ordered_json;
 
 class Value;
+struct MacroClosure;  // defined by the interpreter
 
 struct NamespaceObject {
   std::vector<std::pair<std::string, std::shared_ptr<Value>>> attrs;  // insertion order, like a dict
@@ -39,6 +40,9 @@ class Value {
   static Value make_loop(std::shared_ptr<LoopObject> loop);
   // A global function ("namespace", "range", ...) or a bound method (self is the object).
   static Value function(std::string name, std::shared_ptr<Value> self = nullptr);
+  static Value macro(std::string name, std::shared_ptr<const MacroClosure> closure);
+  // A string marked safe (markupsafe.Markup): `+` with a plain string escapes the other side.
+  static Value markup(std::string s);
 
   Kind kind() const { return kind_; }
   bool is_undefined() const { return kind_ == Kind::Undefined; }
@@ -50,6 +54,8 @@ class Value {
   NamespaceObject& ns() const { return *ns_; }
   const LoopObject& loop() const { return *loop_; }
   bool is_borrowed() const { return ref_ != nullptr; }
+  const std::shared_ptr<const MacroClosure>& macro_closure() const { return macro_; }
+  bool is_markup() const { return markup_; }
 
  private:
   Kind kind_ = Kind::Undefined;
@@ -59,6 +65,8 @@ class Value {
   std::shared_ptr<Value> self_;
   std::shared_ptr<NamespaceObject> ns_;
   std::shared_ptr<LoopObject> loop_;
+  std::shared_ptr<const MacroClosure> macro_;
+  bool markup_ = false;
 };
 
 // Python semantics on values.

@@ -35,8 +35,10 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         Rejected{"a\n\n{{ x | wordwrap }}", "chat template line 3: unsupported filter 'wordwrap'"},
         Rejected{"{{ 'abc'|truncate(2) }}", "chat template line 1: unsupported filter 'truncate'"},
-        Rejected{"{{ x|tojson|safe }}", "chat template line 1: unsupported filter 'safe'"},
-        Rejected{"{% macro m() %}x{% endmacro %}", "chat template line 1: unsupported tag 'macro'"},
+        Rejected{"{{ x|forceescape }}", "chat template line 1: unsupported filter 'forceescape'"},
+        Rejected{"{% macro m() %}x{% endmacro %}\n{% call m() %}y{% endcall %}", "chat template line 2: unsupported tag 'call'"},
+        Rejected{"{% macro m() %}{{ caller() }}{% endmacro %}", "chat template line 1: unsupported function 'caller'"},
+        Rejected{"{% macro a() %}{% endmacro %}\n{{ a() }}{{ b() }}", "chat template line 2: unsupported function 'b'"},
         Rejected{"x\n{% include 'other.j2' %}", "chat template line 2: unsupported tag 'include'"},
         Rejected{"{% extends 'base.j2' %}", "chat template line 1: unsupported tag 'extends'"},
         Rejected{"{% filter upper %}x{% endfilter %}", "chat template line 1: unsupported tag 'filter'"},
