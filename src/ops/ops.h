@@ -61,3 +61,28 @@ void softmax_rows(float* x, int64_t rows, int64_t cols);
 int64_t argmax(const float* x, int64_t n);
 
 }  // namespace flashdraft::ops::cpu
+
+// ---- Paged attention (the serving engine's target forward) ----
+namespace flashdraft::ops::cpu {
+
+// One request of a paged batch. Its query rows [row_begin, row_begin + n_rows)
+// sit at positions pos0 .. pos0 + n_rows - 1, and the K/V of its position p
+// live in pool slot block_table[p / block_size] * block_size + p % block_size.
+struct PagedSeq {
+  int64_t row_begin = 0;
+  int64_t n_rows = 0;
+  int64_t pos0 = 0;
+  const int32_t* block_table = nullptr;
+};
+
+// Causal grouped-query attention of every request of a batch over one paged
+// KV layer: query row i of a request sees that request's keys at positions
+// 0 .. pos0 + i and nothing else, so slots past that (rejected speculative
+// rows, other requests) never leak in. q, out: [rows, n_heads, head_dim];
+// k_pool, v_pool: [slots, n_kv_heads, head_dim]. The caller guarantees that
+// the block tables cover every position read (not re-checked: hot path).
+void paged_attention(const float* q, const float* k_pool, const float* v_pool, float* out,
+                     const PagedSeq* seqs, int64_t n_seqs, int64_t block_size, int64_t n_heads,
+                     int64_t n_kv_heads, int64_t head_dim, float scale);
+
+}  // namespace flashdraft::ops::cpu
