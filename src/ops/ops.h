@@ -85,4 +85,18 @@ void paged_attention(const float* q, const float* k_pool, const float* v_pool, f
                      const PagedSeq* seqs, int64_t n_seqs, int64_t block_size, int64_t n_heads,
                      int64_t n_kv_heads, int64_t head_dim, float scale);
 
+// DFlash drafter attention for one request's block (DFLASH.md section 3).
+// q: [nb, n_heads, head_dim], the block rows at positions pos0 .. pos0 + nb - 1.
+// Keys are the request's context at positions [0, pos0), read from a paged
+// layer (k_pool, v_pool: [slots, n_kv_heads, head_dim]; position c sits in
+// slot block_table[c / block_size] * block_size + c % block_size), followed by
+// the block's own kb, vb: [nb, n_kv_heads, head_dim]. Query i (position
+// p = pos0 + i) sees every context key and every block key, except that
+// with causal it sees block key j only for j <= i, and with window > 0 only
+// keys at positions in (p - window, p]. out: [nb, n_heads, head_dim].
+void dflash_attention(const float* q, const float* kb, const float* vb, const float* k_pool,
+                      const float* v_pool, const int32_t* block_table, int64_t block_size, int64_t pos0,
+                      float* out, int64_t nb, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
+                      float scale, bool causal, int64_t window);
+
 }  // namespace flashdraft::ops::cpu
