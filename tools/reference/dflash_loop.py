@@ -150,30 +150,23 @@ def dflash_generate(target, drafter, prompt_ids, max_new, temperature=0.0, eos_i
 
 
 @torch.no_grad()
-def plain_greedy_batch(target, prompts, max_new, eos_ids, pad_id):
-    """Plain greedy decoding of many prompts (left-padded, one batch), stopping at EOS.
+def plain_greedy(target, prompt_ids, max_new, eos_ids):
+    """The target alone: one sequence, one token per full forward, argmax, stop at EOS.
 
-    Meant to run in float64, where padding changes logits by ~1e-15 and cannot flip an
-    argmax the way bf16 can.
+    (transformers' batched generate with left padding was seen to differ from this at the
+    first token, so the reference never batches prompts.)
     """
     dev = next(target.parameters()).device
-    n = max(len(p) for p in prompts)
-    ids = torch.full((len(prompts), n), pad_id, dtype=torch.long, device=dev)
-    mask = torch.zeros_like(ids)
-    for i, p in enumerate(prompts):
-        ids[i, n - len(p):] = torch.tensor(p, device=dev)
-        mask[i, n - len(p):] = 1
-    out = target.generate(input_ids=ids, attention_mask=mask, do_sample=False, max_new_tokens=max_new,
-                          eos_token_id=list(eos_ids), pad_token_id=pad_id, temperature=None, top_p=None, top_k=None)
-    result = []
-    for row in out[:, n:].tolist():
-        toks = []
-        for t in row:
-            toks.append(t)
-            if t in eos_ids:
-                break
-        result.append(toks)
-    return result
+    seq, out, margins = list(prompt_ids), [], []
+    for _ in range(max_new):
+        logits = target(input_ids=torch.tensor([seq], device=dev), use_cache=False).logits[0, -1]
+        top = logits.topk(2).values
+        margins.append(float(top[0] - top[1]))
+        out.append(int(logits.argmax()))
+        seq.append(out[-1])
+        if out[-1] in eos_ids:
+            break
+    return {"tokens": out, "min_margin": min(margins)}
 
 
 def load_drafter(path, device, dtype):

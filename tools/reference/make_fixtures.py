@@ -99,14 +99,18 @@ def main():
     ref["drafter"] = dref
 
     # 3. Greedy traces: plain greedy tokens and per-step accepted counts, first prompts of HumanEval.
-    plain = json.load(open(args.plain))["results"][:TRACE_PROMPTS]
-    traces = [{"task_id": p["task_id"], "prompt_ids": p["prompt_ids"], "greedy": p["tokens"]} for p in plain]
+    plain = sorted(json.load(open(args.plain))["results"], key=lambda r: int(r["task_id"].split("/")[1]))
+    plain = plain[:TRACE_PROMPTS]
+    traces = [{"task_id": p["task_id"], "prompt_ids": p["prompt_ids"], "greedy": p["tokens"],
+               "greedy_min_margin": p["min_margin"]} for p in plain]
     for spec in args.trace:
         name, path = spec.split("=", 1)
         res = json.load(open(path))
         by_task = {r["task_id"]: r for r in res["results"]}
         for t in traces:
-            r = by_task[t["task_id"]]
+            r = by_task.get(t["task_id"])
+            if r is None:
+                continue
             t[name] = {"accepted": r["accepted"], "tau": r["tau"], "equals_plain": r["tokens"] == t["greedy"],
                        "min_drafter_margin": r["min_drafter_margin"], "min_target_margin": r["min_target_margin"]}
     ref["traces"] = {"max_new": 256, "block_size": 16, "temperature": 0, "prompts": traces}
@@ -119,4 +123,5 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    with torch.no_grad():
+        main()

@@ -1,9 +1,9 @@
 """Measure DFlash acceptance with the reference loop on HumanEval prompts.
 
 Usage:
-  measure_humaneval.py plain   --target DIR --prompts humaneval.jsonl --out plain.json
+  measure_humaneval.py plain   --target DIR --prompts humaneval.jsonl --out plain.json [--shard I/N]
   measure_humaneval.py dflash  --target DIR --drafter DIR --temperature T --prompts ... --out res.json
-                               [--plain plain.json]   (greedy only: check output == plain greedy)
+  measure_humaneval.py compare --plain plain.json [plain2.json ..] --out res.json  (greedy == plain?)
 Prompts are fed raw (completion style, no chat template), tokenized with the target's
 tokenizer.json. Everything runs in float64 by default so that batch shape or padding
 cannot flip an argmax. Results are rewritten after every prompt, so a run cut short
@@ -18,7 +18,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from dflash_loop import dflash_generate, load_drafter, load_target, plain_greedy_batch  # noqa: E402
+from dflash_loop import dflash_generate, load_drafter, load_target, plain_greedy  # noqa: E402
 
 
 def load_prompts(path, tokenizer_path, limit=None):
@@ -59,14 +59,39 @@ def summarize(results, block_size):
     }
 
 
+def compare(plain_paths, out_path):
+    """Adds to a greedy DFlash result file: does each output equal the plain greedy output?"""
+    plain = {}
+    for path in plain_paths:
+        plain.update({r["task_id"]: r for r in json.load(open(path))["results"]})
+    res = json.load(open(out_path))
+    mismatches, checked = [], 0
+    for r in res["results"]:
+        p = plain.get(r["task_id"])
+        if p is None:
+            continue
+        checked += 1
+        r["equals_plain"] = r["tokens"] == p["tokens"]
+        if not r["equals_plain"]:
+            n = min(len(p["tokens"]), len(r["tokens"]))
+            first = next((j for j in range(n) if p["tokens"][j] != r["tokens"][j]), n)
+            mismatches.append({"task_id": r["task_id"], "first_difference": first,
+                               "plain_min_margin": p["min_margin"]})
+    res["summary"]["greedy_equals_plain"] = f"{checked - len(mismatches)}/{checked}"
+    res["mismatches"] = mismatches
+    write(out_path, res)
+    return res
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["plain", "dflash"])
-    ap.add_argument("--target", required=True)
+    ap.add_argument("mode", choices=["plain", "dflash", "compare"])
+    ap.add_argument("--target")
     ap.add_argument("--drafter")
-    ap.add_argument("--prompts", required=True)
+    ap.add_argument("--prompts")
+    ap.add_argument("--shard", default="0/1", help="I/N: only prompts i with i %% N == I")
     ap.add_argument("--out", required=True)
-    ap.add_argument("--plain")
+    ap.add_argument("--plain", nargs="*")
     ap.add_argument("--temperature", type=float, default=0.0)
     ap.add_argument("--max-new", type=int, default=256)
     ap.add_argument("--limit", type=int)
@@ -74,47 +99,38 @@ def main():
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--dtype", default="float64")
     args = ap.parse_args()
+    if args.mode == "compare":
+        compare(args.plain, args.out)
+        return
     dtype = getattr(torch, args.dtype)
     if args.device == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
     prompts, tok = load_prompts(args.prompts, os.path.join(args.target, "tokenizer.json"), args.limit)
+    shard, n_shards = (int(v) for v in args.shard.split("/"))
     eos = eos_ids_of(args.target, tok)
     target = load_target(args.target, args.device, dtype)
     meta = {"mode": args.mode, "target": args.target, "max_new": args.max_new, "dtype": args.dtype,
             "temperature": args.temperature, "seed": args.seed, "eos_ids": eos, "torch": torch.__version__}
     t0 = time.time()
     if args.mode == "plain":
-        outs = []
-        for i in range(0, len(prompts), 64):
-            chunk = prompts[i:i + 64]
-            outs += plain_greedy_batch(target, [p for _, p in chunk], args.max_new, eos, eos[0])
-        res = [{"task_id": t, "prompt_ids": p, "tokens": o} for (t, p), o in zip(prompts, outs)]
-        write(args.out, {**meta, "seconds": time.time() - t0, "results": res})
+        res = []
+        for i, (task, ids) in enumerate(prompts):
+            if i % n_shards == shard:
+                res.append({"task_id": task, "prompt_ids": ids, **plain_greedy(target, ids, args.max_new, eos)})
+                write(args.out, {**meta, "seconds": time.time() - t0, "results": res})
         return
     drafter = load_drafter(args.drafter, args.device, dtype)
     meta["drafter"] = args.drafter
-    plain = None
-    if args.plain and args.temperature == 0:
-        plain = {r["task_id"]: r["tokens"] for r in json.load(open(args.plain))["results"]}
-    results, mismatches = [], []
+    results = []
     for i, (task, ids) in enumerate(prompts):
         gen = torch.Generator(device=args.device).manual_seed(args.seed * 100003 + i)
         r = dflash_generate(target, drafter, ids, args.max_new, args.temperature, eos, gen)
         r["task_id"] = task
         r["prompt_len"] = len(ids)
-        if plain is not None:
-            r["equals_plain"] = r["tokens"] == plain[task]
-            if not r["equals_plain"]:
-                p = plain[task]
-                first = next((j for j in range(min(len(p), len(r["tokens"]))) if p[j] != r["tokens"][j]),
-                             min(len(p), len(r["tokens"])))
-                mismatches.append({"task_id": task, "first_difference": first})
         results.append(r)
         summary = summarize(results, drafter.block_size)
-        summary["greedy_equals_plain"] = None if plain is None else f"{sum(x['equals_plain'] for x in results)}/{len(results)}"
-        write(args.out, {**meta, "seconds": time.time() - t0, "summary": summary, "mismatches": mismatches,
-                         "results": results})
+        write(args.out, {**meta, "seconds": time.time() - t0, "summary": summary, "results": results})
     print(json.dumps({k: v for k, v in summary.items() if k != "histogram"}))
 
 

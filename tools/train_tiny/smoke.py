@@ -21,7 +21,7 @@ import phase2_drafters as p2  # noqa: E402
 import target_io  # noqa: E402
 from build_tokenizer import train_tokenizer  # noqa: E402
 from dflash_drafter import DFlashDrafter, drafter_config  # noqa: E402
-from dflash_loop import TapRecorder, check_taps, dflash_generate, load_target, plain_greedy_batch, target_forward  # noqa: E402
+from dflash_loop import TapRecorder, check_taps, dflash_generate, load_target, plain_greedy  # noqa: E402
 
 
 def main():
@@ -68,27 +68,9 @@ def main():
     print("taps == hidden_states[t+1] ok", flush=True)
 
     prompts = [tok.encode(t[:200]).ids for t in texts[:4]]
-    plain = plain_greedy_batch(target, prompts, 40, [eot], eot)
-    rec = TapRecorder(target, tap_ids)
-    single, margins = [], []
-    for p in prompts:  # plain greedy, one sequence, full forward per token
-        seq, toks, m = list(p), [], []
-        for _ in range(40):
-            lg, _ = target_forward(target, rec, seq)
-            top = lg[-1].topk(2).values
-            m.append(float(top[0] - top[1]))
-            toks.append(int(lg[-1].argmax()))
-            seq.append(toks[-1])
-            if toks[-1] == eot:
-                break
-        single.append(toks)
-        margins.append(m)
-    rec.remove()
-    for i in range(len(prompts)):
-        if plain[i] != single[i]:
-            j = next((k for k in range(min(len(plain[i]), len(single[i]))) if plain[i][k] != single[i][k]), None)
-            print(f"batched plain differs from single plain on prompt {i} at {j}: margin there "
-                  f"{margins[i][j] if j is not None else None}; min margin {min(margins[i])}", flush=True)
+    runs = [plain_greedy(target, p, 40, [eot]) for p in prompts]
+    single = [r["tokens"] for r in runs]
+    print("plain greedy min margins:", [round(r["min_margin"], 4) for r in runs], flush=True)
     for name, spec in p2.DRAFTERS.items():
         dcfg = drafter_config(cfg, num_layers=2, intermediate_size=96, mask_token_id=mask_id,
                               target_layer_ids=tap_ids, **dict(spec, sliding_window=spec["sliding_window"] and 8))
@@ -103,7 +85,7 @@ def main():
                 bad += 1
                 j = next((k for k in range(min(len(r["tokens"]), len(single[i])))
                           if r["tokens"][k] != single[i][k]), None)
-                print(f"{name}: prompt {i} differs at {j} (margin there {margins[i][j] if j is not None else None}), "
+                print(f"{name}: prompt {i} differs at {j}, "
                       f"accepted {r['accepted']}\n dflash {r['tokens']}\n plain  {single[i]}", flush=True)
             g = torch.Generator(device="cuda").manual_seed(i)
             dflash_generate(target, dr, p, 40, 1.0, [eot], g)
