@@ -334,6 +334,8 @@ def construct_cases():
     add("range_and_dict", "{{ range(3)|list }} {{ range(1, 10, 3)|list }} {{ range(5, 0, -2)|list }} {{ dict(a=1, b='x') }}")
     add("generation_tag", "{% for m in messages %}{% if m.role == 'assistant' %}{% generation %}<{{ m.content }}>{% endgeneration %}{% else %}{{ m.content }}{% endif %}{% endfor %}", {"messages": msgs})
     add("print_tag", "{% print 'p' ~ 1 %}")
+    # Patterns from other model families' templates (Llama 3, DeepSeek): shadowing context variables.
+    add("shadow_context_variables", "{% if not add_generation_prompt is defined %}{% set add_generation_prompt = false %}{% endif %}{% if not tools is defined %}{% set tools = none %}{% endif %}{% if messages[0]['role'] == 'system' %}{% set system_message = messages[0]['content']|trim %}{% set messages = messages[1:] %}{% endif %}[{{ system_message }}]{% for m in messages %}{{ m.role }}:{{ m['content']|trim }};{% endfor %}{{ add_generation_prompt }}{{ tools is none }}{{ strftime_now is defined }}", {"messages": msgs})
     # Macros: defaults evaluated at call time, live template-level names, closures over loops, recursion.
     add("macro_params", "{% macro m(a, b='B', c=none) %}[{{ a }}|{{ b }}|{{ c }}]{% endmacro %}{{ m(1) }}{{ m(1, 2, 3) }}{{ m(c=5, a=0) }}{{ m() }}")
     add("macro_default_uses_param", "{% macro m(a, b=a ~ 'x') %}{{ b }}{% endmacro %}{{ m('q') }}{{ m('q', 'r') }}")

@@ -1,6 +1,8 @@
 // The public API: context building in apply_chat_template, errors, reuse.
 #include <gtest/gtest.h>
 
+#include <ctime>
+
 #include "chat/chat_template.h"
 #include "core/error.h"
 
@@ -89,6 +91,15 @@ TEST(ChatTemplateRender, TemplateIsReusableAndConst) {
   EXPECT_EQ(t.render({{"xs", {10}}}), "10");
   ChatTemplate copy = t;
   EXPECT_EQ(copy.render({{"xs", Json::array()}}), "0");
+}
+
+TEST(ChatTemplateRender, StrftimeNowFormatsTheLocalTime) {
+  // Llama 3 templates print today's date with strftime_now; the value depends on the clock.
+  const ChatTemplate t = ChatTemplate::parse("{{ strftime_now('%Y') }}|{{ strftime_now('%d %b %Y')|length }}");
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  EXPECT_EQ(t.render(Json::object()), std::to_string(1900 + tm.tm_year) + "|11");
 }
 
 TEST(ChatTemplateRender, UnparsedTemplateFails) {
