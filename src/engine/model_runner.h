@@ -1,0 +1,60 @@
+#pragma once
+// Turns one scheduled step into model calls: one batched drafter pass that
+// drafts for every decoding request, one batched target forward over all the
+// step's rows (prefill chunks, verify rows [anchor, d1..dk], plain decode rows
+// when there is no drafter) with one BatchContext, and, once the engine knows
+// what was accepted, one batched write of the drafter's context K/V for the
+// newly committed rows. Acceptance, stops and request state are the engine's
+// business; this class only moves tokens, K/V and logits.
+//
+// The pool holds the target's layers at [0, L_target) and the drafter's at
+// [L_target, L_target + L_draft); both read the request's one block table.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "engine/block_manager.h"
+#include "engine/scheduler.h"
+#include "model/batch.h"
+#include "model/dflash_drafter.h"
+#include "model/kv_pool.h"
+#include "model/qwen3_model.h"
+
+namespace flashdraft::engine {
+
+class ModelRunner {
+ public:
+  // drafter may be null (plain decoding). Target taps are switched on only
+  // with a drafter, at the drafter's target_layer_ids.
+  ModelRunner(model::Qwen3Model& target, model::DFlashDrafter* drafter, int64_t num_blocks, int64_t block_size);
+
+  // Drafts (decode entries with rows > 1) and runs the target over the plan.
+  void run(const StepPlan& plan, const BlockManager& blocks);
+
+  // The target's logits for plan entry i: every row of a decode entry, the
+  // last row of a prefill chunk. [rows, vocab].
+  std::span<const float> logits(size_t entry) const;
+  // The draft tokens of plan entry i (decode entries; rows - 1 of them).
+  std::span<const int32_t> drafts(size_t entry) const;
+
+  // Writes drafter context K/V for the first keep[i] rows of each plan entry
+  // (rows whose tokens are now committed). No-op without a drafter.
+  void write_context(const StepPlan& plan, std::span<const int64_t> keep, const BlockManager& blocks);
+
+  int64_t vocab() const { return vocab_; }
+  bool has_drafter() const { return drafter_ != nullptr; }
+  model::KVPool& pool() { return *pool_; }
+
+ private:
+  model::Qwen3Model& target_;
+  model::DFlashDrafter* drafter_;
+  int64_t vocab_, target_layers_;
+  std::unique_ptr<model::KVPool> pool_;
+
+  std::vector<int32_t> tokens_, anchors_, drafts_;
+  std::vector<float> logits_, draft_logits_, ctx_taps_;
+  std::vector<int64_t> logit_begin_, logit_count_, draft_begin_, draft_count_, row_begin_;
+};
+
+}  // namespace flashdraft::engine

@@ -1,0 +1,69 @@
+#include "shipped_models.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "io/checkpoint.h"
+#include "io/generation_config.h"
+#include "io/model_config.h"
+
+namespace flashdraft::engine::testing {
+
+std::filesystem::path models_dir() { return std::filesystem::path(FD_SOURCE_DIR) / "models"; }
+
+ShippedModels& shipped() {
+  static ShippedModels* m = [] {
+    auto* s = new ShippedModels;
+    const auto dir = models_dir() / "target";
+    s->target = model::Qwen3Model::load(io::Checkpoint::open(dir), io::load_model_config(dir));
+    s->tokenizer = std::make_unique<tokenizer::Tokenizer>(tokenizer::Tokenizer::load(dir));
+    for (int64_t id : io::load_generation_config(dir).eos_token_ids) s->eos.push_back(static_cast<int32_t>(id));
+    s->full = model::DFlashDrafter::load(models_dir() / "drafter-full", *s->target);
+    s->swa = model::DFlashDrafter::load(models_dir() / "drafter-swa", *s->target);
+    return s;
+  }();
+  return *m;
+}
+
+const std::vector<Prompt>& humaneval_prompts() {
+  static const std::vector<Prompt> prompts = [] {
+    std::vector<Prompt> out;
+    std::ifstream in(FD_FIXTURES_DIR "/engine/humaneval.jsonl");
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.empty()) continue;
+      auto j = nlohmann::json::parse(line);
+      out.push_back({j.at("task_id"), shipped().tokenizer->encode(j.at("prompt").get<std::string>(), false)});
+    }
+    return out;
+  }();
+  return prompts;
+}
+
+RunResult run_all(model::DFlashDrafter* drafter, const EngineConfig& config, const std::vector<Prompt>& prompts,
+                  const SamplingParams& params) {
+  EngineConfig c = config;
+  c.eos_token_ids = shipped().eos;
+  Engine engine(*shipped().target, drafter, c);
+  std::vector<RequestId> ids;
+  for (const auto& p : prompts) ids.push_back(engine.add(p.ids, params));
+  while (engine.has_work()) engine.step();
+  RunResult r;
+  for (RequestId id : ids) {
+    RequestResult res = engine.result(id);
+    r.tokens.push_back(res.tokens);
+    r.request_preemptions.push_back(res.preemptions);
+  }
+  r.stats = engine.stats();
+  r.preemptions = engine.preemptions();
+  return r;
+}
+
+SamplingParams greedy(int max_tokens) {
+  SamplingParams p;
+  p.temperature = 0;
+  p.max_tokens = max_tokens;
+  return p;
+}
+
+}  // namespace flashdraft::engine::testing

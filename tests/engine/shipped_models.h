@@ -1,0 +1,49 @@
+#pragma once
+// The shipped model pair (models/target, models/drafter-full,
+// models/drafter-swa), loaded once per test binary, and the HumanEval prompts
+// (tests/fixtures/engine/humaneval.jsonl) tokenised with the target's tokenizer.
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/llm_engine.h"
+#include "model/dflash_drafter.h"
+#include "model/qwen3_model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace flashdraft::engine::testing {
+
+std::filesystem::path models_dir();
+
+struct ShippedModels {
+  std::unique_ptr<model::Qwen3Model> target;
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer;
+  std::vector<int32_t> eos;  // generation_config.json's eos_token_id
+  std::unique_ptr<model::DFlashDrafter> full, swa;
+  model::DFlashDrafter& drafter(const std::string& name) { return name == "drafter-full" ? *full : *swa; }
+};
+ShippedModels& shipped();  // loaded on first use
+
+// task_id and token ids of every HumanEval prompt, in file order.
+struct Prompt {
+  std::string task_id;
+  std::vector<int32_t> ids;
+};
+const std::vector<Prompt>& humaneval_prompts();
+
+// Runs every prompt through one engine (all queued at once; the engine's
+// max_running decides the concurrency) and returns each output.
+struct RunResult {
+  std::vector<std::vector<int32_t>> tokens;
+  SpecStats stats;
+  int64_t preemptions = 0;
+  std::vector<int64_t> request_preemptions;
+};
+RunResult run_all(model::DFlashDrafter* drafter, const EngineConfig& config, const std::vector<Prompt>& prompts,
+                  const SamplingParams& params);
+
+SamplingParams greedy(int max_tokens);
+
+}  // namespace flashdraft::engine::testing
