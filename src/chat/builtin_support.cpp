@@ -7,7 +7,8 @@ namespace flashdraft::chat::detail {
 const std::set<std::string> kFilters = {
     "length", "count", "tojson", "trim", "string", "first", "last", "default", "d", "join", "upper", "lower",
     "capitalize", "title", "replace", "list", "reverse", "items", "int", "float", "abs", "unique",
-    "map", "select", "reject", "selectattr", "rejectattr", "safe", "escape", "e"};
+    "map", "select", "reject", "selectattr", "rejectattr", "safe", "escape", "e", "sort", "dictsort", "indent",
+    "sum", "min", "max", "round"};
 const std::set<std::string> kTests = {
     "defined", "undefined", "none", "string", "number", "integer", "float", "boolean", "true", "false",
     "mapping", "sequence", "iterable", "callable", "odd", "even", "divisibleby", "eq", "equalto", "==",

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 
 #include "chat/py_json.h"
 #include "chat/py_str.h"
@@ -151,6 +152,118 @@ std::optional<double> parse_python_float(const std::string& s) {
   return d;
 }
 
+// Jinja's make_multi_attrgetter: comma-separated attribute paths, strings lower-cased unless case_sensitive.
+Value sort_key(const Value& item, const std::string& attribute, bool case_sensitive) {
+  auto post = [&](Value v) { return !case_sensitive && is_str(v) ? Value(Json(py::lower(str(v)))) : v; };
+  if (attribute.empty()) return post(item);
+  Json parts = Json::array();
+  for (const std::string& path : py::split(attribute, std::string(","), -1))
+    parts.push_back(to_json(post(attribute_of(item, path)), "in a sort key"));
+  return Value(std::move(parts));
+}
+
+// sorted(): stable, only '<', and reverse keeps equal items in their original order.
+std::vector<Value> sorted_by(std::vector<Value> items, const std::vector<Value>& keys, bool reverse) {
+  std::vector<size_t> order(items.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return reverse ? compare("<", keys[b], keys[a]) : compare("<", keys[a], keys[b]);
+  });
+  std::vector<Value> out;
+  for (size_t i : order) out.push_back(std::move(items[i]));
+  return out;
+}
+
+Value json_list(const std::vector<Value>& items) {
+  Json out = Json::array();
+  for (const Value& v : items) out.push_back(to_json(v, "in a list"));
+  return Value(std::move(out));
+}
+
+Value sort_filter(const Value& v, const CallArgs& args) {
+  Params p("sort", args, {"reverse", "case_sensitive", "attribute"});
+  const std::string attribute = p.none(2) ? "" : to_str(p.values[2]);
+  const bool case_sensitive = p.has(1) && truthy(p.values[1]);
+  std::vector<Value> items = iterate(v), keys;
+  for (const Value& item : items) keys.push_back(sort_key(item, attribute, case_sensitive));
+  return json_list(sorted_by(std::move(items), keys, p.has(0) && truthy(p.values[0])));
+}
+
+Value dictsort_filter(const Value& v, const CallArgs& args) {
+  Params p("dictsort", args, {"case_sensitive", "by", "reverse"});
+  if (!is_dict(v)) type_error("dictsort needs a mapping, not " + type_name(v));
+  const std::string by = p.has(1) ? to_str(p.values[1]) : "key";
+  if (by != "key" && by != "value") type_error("You can only sort by either \"key\" or \"value\"");
+  const bool case_sensitive = p.has(0) && truthy(p.values[0]);
+  std::vector<Value> items, keys;
+  for (auto it = v.json().begin(); it != v.json().end(); ++it) {
+    items.emplace_back(Json::array({it.key(), it.value()}));
+    keys.push_back(sort_key(by == "key" ? Value(Json(it.key())) : Value(it.value()), "", case_sensitive));
+  }
+  return json_list(sorted_by(std::move(items), keys, p.has(2) && truthy(p.values[2])));
+}
+
+Value min_max_filter(const std::string& name, const Value& v, const CallArgs& args) {
+  Params p(name, args, {"case_sensitive", "attribute"});
+  const std::string attribute = p.none(1) ? "" : to_str(p.values[1]);
+  const bool case_sensitive = p.has(0) && truthy(p.values[0]);
+  std::vector<Value> items = iterate(v);
+  if (items.empty()) return Value::undefined("No aggregated item, sequence was empty.");
+  size_t best = 0;
+  Value best_key = sort_key(items[0], attribute, case_sensitive);
+  for (size_t i = 1; i < items.size(); ++i) {
+    Value key = sort_key(items[i], attribute, case_sensitive);
+    if (compare(name == "min" ? "<" : ">", key, best_key)) best = i, best_key = std::move(key);
+  }
+  return items[best];
+}
+
+Value indent_filter(const Value& v, const CallArgs& args) {
+  Params p("indent", args, {"width", "first", "blank"});
+  if (v.is_undefined()) fail_undefined(v);
+  if (!is_str(v)) type_error("unsupported operand type(s) for +=: '" + type_name(v) + "' and 'str'");
+  std::string indention = "    ";
+  if (p.has(0)) indention = is_str(p.values[0]) ? str(p.values[0]) : std::string(static_cast<size_t>(std::max<int64_t>(0, as_int(p.values[0]))), ' ');
+  const bool first = p.has(1) && truthy(p.values[1]);
+  const bool blank = p.has(2) && truthy(p.values[2]);
+  // Jinja appends a newline first so that splitlines() keeps a trailing empty line.
+  std::vector<std::string> lines = py::splitlines(str(v) + "\n", false);
+  std::string rv;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (i > 0) rv += "\n";
+    rv += (i > 0 && (blank || !lines[i].empty())) ? indention + lines[i] : lines[i];
+  }
+  if (first) rv = indention + rv;
+  return same_markup(v, rv);
+}
+
+Value sum_filter(const Value& v, const CallArgs& args) {
+  Params p("sum", args, {"attribute", "start"});
+  Value total = p.has(1) ? p.values[1] : Value(Json(0));
+  for (const Value& item : iterate(v)) total = binary_op("+", total, p.none(0) ? item : attribute_of(item, to_str(p.values[0])));
+  return total;
+}
+
+Value round_filter(const Value& v, const CallArgs& args) {
+  Params p("round", args, {"precision", "method"});
+  const int64_t precision = p.has(0) ? as_int(p.values[0]) : 0;
+  const std::string method = p.has(1) ? to_str(p.values[1]) : "common";
+  if (method != "common" && method != "ceil" && method != "floor")
+    type_error("method must be common, ceil or floor");
+  if (!is_num(v)) type_error("type " + type_name(v) + " doesn't define __round__ method");
+  if (precision < 0 || precision > 300) type_error("unsupported round() precision " + std::to_string(precision));
+  if (method == "common") {
+    if (is_int(v)) return Value(Json(as_int(v)));  // round(int, n >= 0) is the int itself
+    // Python rounds the exact binary value to nearest, ties to even; so does printf.
+    char buf[512];
+    std::snprintf(buf, sizeof buf, "%.*f", static_cast<int>(precision), as_double(v));
+    return Value(Json(std::strtod(buf, nullptr)));
+  }
+  const double scale = std::pow(10.0, static_cast<double>(precision));
+  const double x = as_double(v) * scale;
+  return Value(Json((method == "ceil" ? std::ceil(x) : std::floor(x)) / scale));
+}
+
 }  // namespace
 
 Value apply_filter(const std::string& name, const Value& v, const CallArgs& args) {
@@ -275,6 +388,12 @@ Value apply_filter(const std::string& name, const Value& v, const CallArgs& args
     return Value(Json(std::fabs(as_double(v))));
   }
   if (name == "map") return map_filter(v, args);
+  if (name == "sort") return sort_filter(v, args);
+  if (name == "dictsort") return dictsort_filter(v, args);
+  if (name == "min" || name == "max") return min_max_filter(name, v, args);
+  if (name == "indent") return indent_filter(v, args);
+  if (name == "sum") return sum_filter(v, args);
+  if (name == "round") return round_filter(v, args);
   if (name == "select" || name == "reject") return select_or_reject(name, v, args, false, name == "select");
   if (name == "selectattr" || name == "rejectattr") return select_or_reject(name, v, args, true, name == "selectattr");
   type_error("unsupported filter '" + name + "'");

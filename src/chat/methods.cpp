@@ -103,22 +103,7 @@ Value string_method(const Value& self, const std::string& name, const CallArgs& 
   if (name == "splitlines") {
     Params p(name, args, {"keepends"});
     const bool keep = p.has(0) && truthy(p.values[0]);
-    const std::u32string u = py::decode_utf8(s);
-    std::vector<std::string> lines;
-    size_t b = 0;
-    for (size_t i = 0; i < u.size(); ++i) {
-      const char32_t c = u[i];
-      const bool brk = c == '\n' || c == '\r' || c == 0x0B || c == 0x0C || c == 0x1C || c == 0x1D || c == 0x1E ||
-                       c == 0x85 || c == 0x2028 || c == 0x2029;
-      if (!brk) continue;
-      size_t end = i + 1;
-      if (c == '\r' && i + 1 < u.size() && u[i + 1] == '\n') end = i + 2;
-      lines.push_back(py::encode_utf8(std::u32string_view(u).substr(b, (keep ? end : i) - b)));
-      b = end;
-      i = end - 1;
-    }
-    if (b < u.size()) lines.push_back(py::encode_utf8(std::u32string_view(u).substr(b)));
-    return string_list(lines);
+    return string_list(py::splitlines(s, keep));
   }
   Params p(name, args, {});
   return Value(Json(str_predicate(s, name)));

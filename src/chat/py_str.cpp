@@ -157,6 +157,25 @@ std::vector<std::string> rsplit(std::string_view s, const std::optional<std::str
   return out;
 }
 
+std::vector<std::string> splitlines(std::string_view s, bool keepends) {
+  const std::u32string u = decode_utf8(s);
+  std::vector<std::string> lines;
+  size_t b = 0;
+  for (size_t i = 0; i < u.size(); ++i) {
+    const char32_t c = u[i];
+    const bool brk = c == '\n' || c == '\r' || c == 0x0B || c == 0x0C || c == 0x1C || c == 0x1D || c == 0x1E ||
+                     c == 0x85 || c == 0x2028 || c == 0x2029;
+    if (!brk) continue;
+    size_t end = i + 1;
+    if (c == '\r' && i + 1 < u.size() && u[i + 1] == '\n') end = i + 2;
+    lines.push_back(encode_utf8(std::u32string_view(u).substr(b, (keepends ? end : i) - b)));
+    b = end;
+    i = end - 1;
+  }
+  if (b < u.size()) lines.push_back(encode_utf8(std::u32string_view(u).substr(b)));
+  return lines;
+}
+
 std::string replace(std::string_view s, std::string_view old, std::string_view repl, long count) {
   std::string out;
   long done = 0;

@@ -23,6 +23,8 @@ std::string strip(std::string_view s, const std::optional<std::string>& chars, b
 // str.split / str.rsplit; sep == nullopt splits on whitespace runs.
 std::vector<std::string> split(std::string_view s, const std::optional<std::string>& sep, long maxsplit);
 std::vector<std::string> rsplit(std::string_view s, const std::optional<std::string>& sep, long maxsplit);
+// str.splitlines: breaks on \n, \r, \r\n, \v, \f, \x1c-\x1e, \x85, U+2028, U+2029.
+std::vector<std::string> splitlines(std::string_view s, bool keepends);
 std::string replace(std::string_view s, std::string_view old, std::string_view repl, long count);
 std::string upper(std::string_view s);
 std::string lower(std::string_view s);
