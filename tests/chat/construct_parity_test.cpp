@@ -8,10 +8,10 @@
 namespace flashdraft::chat::testing {
 namespace {
 
-class ConstructParity : public ::testing::TestWithParam<Json> {};
+class ConstructParity : public ::testing::TestWithParam<GoldenCase> {};
 
 TEST_P(ConstructParity, MatchesJinja2) {
-  const Json& c = GetParam();
+  const GoldenCase& c = GetParam();
   const ChatTemplate tmpl = ChatTemplate::parse(c.at("template").get<std::string>());
   if (!c.contains("expected_error")) {
     EXPECT_EQ(tmpl.render(c.at("context")), c.at("expected").get<std::string>());

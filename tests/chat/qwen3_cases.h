@@ -9,7 +9,7 @@
 
 namespace flashdraft::chat::testing {
 
-inline void check_qwen3_case(const ChatTemplate& tmpl, const Json& c) {
+inline void check_qwen3_case(const ChatTemplate& tmpl, const GoldenCase& c) {
   ChatOptions options;
   options.add_generation_prompt = c.at("add_generation_prompt").get<bool>();
   if (c.contains("enable_thinking")) options.enable_thinking = c.at("enable_thinking").get<bool>();

@@ -6,7 +6,7 @@
 namespace flashdraft::chat::testing {
 namespace {
 
-class Qwen3Parity : public ::testing::TestWithParam<Json> {
+class Qwen3Parity : public ::testing::TestWithParam<GoldenCase> {
  protected:
   static const ChatTemplate& tmpl() {
     static const ChatTemplate t = ChatTemplate::parse(read_file(fixture("qwen3_chat_template.jinja")));
