@@ -2,6 +2,7 @@
 // they are parsed, naming the construct and its line.
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <string>
 
 #include "chat/chat_template.h"
@@ -23,6 +24,8 @@ struct Rejected {
   const char* source;
   const char* message;  // expected what()
 };
+
+void PrintTo(const Rejected& r, std::ostream* os) { *os << ::testing::PrintToString(std::string(r.source)); }
 
 class Unsupported : public ::testing::TestWithParam<Rejected> {};
 
