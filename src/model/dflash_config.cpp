@@ -36,8 +36,7 @@ std::optional<double> number_in_either(const io::JsonFields& top, const io::Json
   auto a = top.optional_number(key);
   std::optional<double> b;
   if (dc) b = dc->optional_number(key);
-  if (a && b && *a != *b)
-    top.fail(key, "top-level value disagrees with dflash_config." + key);
+  if (a && b && *a != *b) top.fail(key, "top-level value disagrees with dflash_config." + key);
   return a ? a : b;
 }
 
@@ -89,9 +88,8 @@ std::vector<DFlashLayerAttention> read_layer_kinds(const io::ModelConfig& d, con
   if (use_swa) {
     swa_window = int_in_either(top, dc, "swa_window_size");
     if (!swa_window || *swa_window <= 0)
-      top.fail("dflash_config.swa_window_size",
-               "use_swa is set, so a positive window is required, found " +
-                   (swa_window ? str(*swa_window) : std::string("nothing")));
+      top.fail("dflash_config.swa_window_size", "use_swa is set, so a positive window is required, found " +
+                                                    (swa_window ? str(*swa_window) : std::string("nothing")));
   }
 
   std::vector<DFlashLayerAttention> kinds;
@@ -100,15 +98,16 @@ std::vector<DFlashLayerAttention> read_layer_kinds(const io::ModelConfig& d, con
     DFlashLayerAttention k;
     if (t == "sliding_attention") {
       if (!sliding_window || *sliding_window <= 0)
-        top.fail("sliding_window", "layer " + str(i) + " is sliding_attention, so a positive window is required, found " +
+        top.fail("sliding_window", "layer " + str(i) +
+                                       " is sliding_attention, so a positive window is required, found " +
                                        (sliding_window ? str(*sliding_window) : std::string("null")));
       if (swa_window && *swa_window != *sliding_window)
         top.fail("sliding_window", "disagrees with dflash_config.swa_window_size (" + str(*swa_window) + ")");
       k.sliding = true;
       k.window = *sliding_window;
     } else if (t != "full_attention") {
-      top.fail("layer_types", "entry " + str(i) + " is \"" + t +
-                                  "\"; expected \"full_attention\" or \"sliding_attention\"");
+      top.fail("layer_types",
+               "entry " + str(i) + " is \"" + t + "\"; expected \"full_attention\" or \"sliding_attention\"");
     }
     if (use_swa) {  // every layer windowed
       k.sliding = true;
@@ -128,7 +127,8 @@ std::vector<int64_t> default_target_layer_ids(int64_t num_target_layers, int64_t
   const int saved = std::fegetround();
   std::fesetround(FE_TONEAREST);  // Python's round(): halves go to the even neighbour
   for (int64_t i = 0; i < num_drafter_layers; ++i) {
-    const double v = 1.0 + static_cast<double>(i * (num_target_layers - 4)) / static_cast<double>(num_drafter_layers - 1);
+    const double v =
+        1.0 + static_cast<double>(i * (num_target_layers - 4)) / static_cast<double>(num_drafter_layers - 1);
     ids.push_back(static_cast<int64_t>(std::nearbyint(v)));
   }
   std::fesetround(saved);
@@ -172,7 +172,8 @@ DFlashConfig parse_dflash_config(const io::ModelConfig& drafter, const io::Model
 
   auto block = int_in_either(top, dc, "block_size");
   if (!block) top.fail("block_size", "missing (required: the drafter's block size, >= 2)");
-  if (*block < 2) top.fail("block_size", "expected >= 2 (the anchor plus at least one mask token), found " + str(*block));
+  if (*block < 2)
+    top.fail("block_size", "expected >= 2 (the anchor plus at least one mask token), found " + str(*block));
   c.block_size = *block;
 
   c.num_target_layers = target.num_hidden_layers;
@@ -188,9 +189,9 @@ DFlashConfig parse_dflash_config(const io::ModelConfig& drafter, const io::Model
   }
   for (int64_t id : c.target_layer_ids)
     if (id < 0 || id >= target.num_hidden_layers)
-      top.fail("dflash_config.target_layer_ids",
-               list_text(c.target_layer_ids) + " names layer " + str(id) + ", but the target has layers 0.." +
-                   str(target.num_hidden_layers - 1));
+      top.fail("dflash_config.target_layer_ids", list_text(c.target_layer_ids) + " names layer " + str(id) +
+                                                     ", but the target has layers 0.." +
+                                                     str(target.num_hidden_layers - 1));
 
   std::optional<int64_t> mask;
   if (dc) mask = dc->optional_int("mask_token_id");
@@ -200,8 +201,8 @@ DFlashConfig parse_dflash_config(const io::ModelConfig& drafter, const io::Model
   }
   if (!mask) top.fail("dflash_config.mask_token_id", "missing (required: the id of the mask token)");
   if (*mask < 0 || *mask >= target.vocab_size)
-    top.fail("dflash_config.mask_token_id", str(*mask) + " is outside the target's vocabulary [0, " +
-                                                str(target.vocab_size) + ")");
+    top.fail("dflash_config.mask_token_id",
+             str(*mask) + " is outside the target's vocabulary [0, " + str(target.vocab_size) + ")");
   c.mask_token_id = static_cast<int32_t>(*mask);
 
   c.layers = read_layer_kinds(drafter, top, dc);

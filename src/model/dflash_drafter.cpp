@@ -55,9 +55,11 @@ void DFlashDrafter::load_weights(const io::Checkpoint& ckpt, const LoadProgress&
   const std::string kv_heads = "num_key_value_heads " + str(m.num_key_value_heads) + " x head_dim " + str(hd);
 
   std::vector<Decl> decls;
-  decls.push_back({"fc.weight", {H, K * Ht}, &fc_,
-                   "hidden_size x (" + str(K) + " taps in target_layer_ids x the target's hidden size " + str(Ht) +
-                       ")"});
+  decls.push_back(
+      {"fc.weight",
+       {H, K * Ht},
+       &fc_,
+       "hidden_size x (" + str(K) + " taps in target_layer_ids x the target's hidden size " + str(Ht) + ")"});
   decls.push_back({"hidden_norm.weight", {H}, &hidden_norm_, "hidden_size"});
   layers_.resize(static_cast<size_t>(L));
   for (int64_t i = 0; i < L; ++i) {
@@ -128,8 +130,8 @@ void DFlashDrafter::check_pool(const BatchContext& batch, const KVPool& pool, in
     const auto& s = pool.shape(layer_offset + l);
     if (s.kv_heads != cfg_.model.num_key_value_heads || s.head_dim != cfg_.model.head_dim)
       throw Error(where + "pool layer " + str(layer_offset + l) + " is " + str(s.kv_heads) + " kv heads x " +
-                  str(s.head_dim) + ", but drafter layer " + str(l) + " needs " +
-                  str(cfg_.model.num_key_value_heads) + " x " + str(cfg_.model.head_dim));
+                  str(s.head_dim) + ", but drafter layer " + str(l) + " needs " + str(cfg_.model.num_key_value_heads) +
+                  " x " + str(cfg_.model.head_dim));
   }
   int64_t next_row = 0;
   for (size_t i = 0; i < batch.seqs.size(); ++i) {
@@ -251,8 +253,8 @@ void DFlashDrafter::draft(std::span<const int32_t> anchors, const BatchContext& 
   }
 }
 
-void DFlashDrafter::attention_block(int64_t layer, const BatchContext& blocks, const KVPool& pool,
-                                    int64_t layer_offset, int64_t n) {
+void DFlashDrafter::attention_block(int64_t layer, const BatchContext& blocks, const KVPool& pool, int64_t layer_offset,
+                                    int64_t n) {
   const auto& w = layers_[static_cast<size_t>(layer)];
   const auto& kind = cfg_.layers[static_cast<size_t>(layer)];
   const auto& m = cfg_.model;
@@ -276,8 +278,7 @@ void DFlashDrafter::attention_block(int64_t layer, const BatchContext& blocks, c
     cpu::dflash_attention(q_.data() + s.row_begin * nh * hd, kb_.data() + s.row_begin * nkv * hd,
                           vb_.data() + s.row_begin * nkv * hd, pool.k(layer_offset + layer),
                           pool.v(layer_offset + layer), s.block_table.data(), pool.block_size(), s.pos0,
-                          attn_.data() + s.row_begin * nh * hd, s.n_rows, nh, nkv, hd, scale, kind.causal,
-                          kind.window);
+                          attn_.data() + s.row_begin * nh * hd, s.n_rows, nh, nkv, hd, scale, kind.causal, kind.window);
   cpu::matmul_wt(attn_.data(), w.o_proj.data(), nullptr, proj_.data(), n, nh * hd, H);
   cpu::add(x_.data(), proj_.data(), n * H);
 }

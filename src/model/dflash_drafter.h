@@ -75,8 +75,7 @@ class DFlashDrafter {
   void load_weights(const io::Checkpoint& ckpt, const LoadProgress& progress);
   void check_pool(const BatchContext& batch, const KVPool& pool, int64_t layer_offset, bool writes_rows,
                   const char* what) const;
-  void attention_block(int64_t layer, const BatchContext& blocks, const KVPool& pool, int64_t layer_offset,
-                       int64_t n);
+  void attention_block(int64_t layer, const BatchContext& blocks, const KVPool& pool, int64_t layer_offset, int64_t n);
   void mlp_block(int64_t layer, int64_t n);
   void grow(int64_t n);
 

@@ -1,5 +1,7 @@
 // DFlash drafter config.json: fields, defaults, layer kinds, and one clear
 // error per check, against the tiny-qwen3 target (3 layers, hidden 64, vocab 512).
+#include "model/dflash_config.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -7,7 +9,6 @@
 #include "core/error.h"
 #include "dflash_test_drafter.h"
 #include "io/model_config.h"
-#include "model/dflash_config.h"
 #include "reference_data.h"
 
 namespace flashdraft::model {
@@ -142,13 +143,15 @@ TEST_F(DFlashConfigTest, EachCheckFailsClearly) {
   expect_error([](json& c) { c["block_size"] = 1; }, "block_size", ">= 2");
   expect_error([](json& c) { c.erase("block_size"); }, "block_size", "missing");
   expect_error([](json& c) { c["dflash_config"]["block_size"] = 4; }, "block_size", "disagrees");
-  expect_error([](json& c) { c["dflash_config"]["target_layer_ids"] = {0, 3}; }, "target_layer_ids",
-               "target has layers 0..2");
+  expect_error(
+      [](json& c) {
+        c["dflash_config"]["target_layer_ids"] = {0, 3};
+      },
+      "target_layer_ids", "target has layers 0..2");
   expect_error([](json& c) { c["dflash_config"]["target_layer_ids"] = {-1, 2}; }, "target_layer_ids", "layer -1");
   expect_error([](json& c) { c["dflash_config"]["target_layer_ids"] = json::array(); }, "target_layer_ids",
                "at least one");
-  expect_error([](json& c) { c["dflash_config"]["target_layer_ids"] = "0,2"; }, "target_layer_ids",
-               "list of integers");
+  expect_error([](json& c) { c["dflash_config"]["target_layer_ids"] = "0,2"; }, "target_layer_ids", "list of integers");
   expect_error([](json& c) { c["num_target_layers"] = 36; }, "num_target_layers", "another target");
   expect_error([](json& c) { c["dflash_config"]["mask_token_id"] = 512; }, "mask_token_id",
                "outside the target's vocabulary [0, 512)");
@@ -158,8 +161,11 @@ TEST_F(DFlashConfigTest, EachCheckFailsClearly) {
   expect_error([](json& c) { c["head_dim"] = 15; }, "head_dim", "even");
   expect_error([](json& c) { c["attention_bias"] = true; }, "attention_bias", "expected false");
   expect_error([](json& c) { c["layer_types"] = {"full_attention"}; }, "layer_types", "one entry per drafter layer");
-  expect_error([](json& c) { c["layer_types"] = {"full_attention", "chunked_attention"}; }, "layer_types",
-               "chunked_attention");
+  expect_error(
+      [](json& c) {
+        c["layer_types"] = {"full_attention", "chunked_attention"};
+      },
+      "layer_types", "chunked_attention");
   expect_error([](json& c) { c["sliding_window"] = nullptr; }, "sliding_window", "layer 0 is sliding_attention");
   expect_error([](json& c) { c["sliding_window"] = 0; }, "sliding_window", "positive");
   expect_error([](json& c) { c["dflash_config"]["use_swa"] = true; }, "swa_window_size", "use_swa");

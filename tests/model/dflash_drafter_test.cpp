@@ -2,6 +2,8 @@
 // against a naive double-precision forward of DFLASH.md section 3, paged and
 // batched against one request at a time, attention kinds, live taps, and the
 // errors of load and of bad batch metadata.
+#include "model/dflash_drafter.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,7 +16,6 @@
 #include "dflash_test_drafter.h"
 #include "io/checkpoint.h"
 #include "io/model_config.h"
-#include "model/dflash_drafter.h"
 #include "model/qwen3_model.h"
 #include "reference_data.h"
 
@@ -94,34 +95,35 @@ TEST_P(DFlashDrafterVariants, MatchesNaiveForward) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Kinds, DFlashDrafterVariants,
-    ::testing::Values(
-        Variant{"SlidingThenFull", [](json&) {}},
-        Variant{"FullBidirectional",
-                [](json& c) {
-                  c["layer_types"] = {"full_attention", "full_attention"};
-                  c["sliding_window"] = nullptr;
-                  c["use_sliding_window"] = false;
-                }},
-        Variant{"FullCausal",
-                [](json& c) {
-                  c["layer_types"] = {"full_attention", "full_attention"};
-                  c["is_causal"] = true;
-                }},
-        Variant{"UseSwa",
-                [](json& c) {
-                  c["layer_types"] = {"full_attention", "full_attention"};
-                  c["dflash_config"]["use_swa"] = true;
-                  c["dflash_config"]["swa_window_size"] = 3;
-                }},
-        Variant{"SoftcapAndEmbeddingScale",
-                [](json& c) {
-                  c["final_logit_softcapping"] = 0.5;
-                  c["input_embedding_scale"] = 3.0;
-                }},
-        Variant{"ThreeTaps", [](json& c) { c["dflash_config"]["target_layer_ids"] = {2, 0, 1}; }}),
-    [](const ::testing::TestParamInfo<Variant>& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Kinds, DFlashDrafterVariants,
+                         ::testing::Values(Variant{"SlidingThenFull", [](json&) {}},
+                                           Variant{"FullBidirectional",
+                                                   [](json& c) {
+                                                     c["layer_types"] = {"full_attention", "full_attention"};
+                                                     c["sliding_window"] = nullptr;
+                                                     c["use_sliding_window"] = false;
+                                                   }},
+                                           Variant{"FullCausal",
+                                                   [](json& c) {
+                                                     c["layer_types"] = {"full_attention", "full_attention"};
+                                                     c["is_causal"] = true;
+                                                   }},
+                                           Variant{"UseSwa",
+                                                   [](json& c) {
+                                                     c["layer_types"] = {"full_attention", "full_attention"};
+                                                     c["dflash_config"]["use_swa"] = true;
+                                                     c["dflash_config"]["swa_window_size"] = 3;
+                                                   }},
+                                           Variant{"SoftcapAndEmbeddingScale",
+                                                   [](json& c) {
+                                                     c["final_logit_softcapping"] = 0.5;
+                                                     c["input_embedding_scale"] = 3.0;
+                                                   }},
+                                           Variant{"ThreeTaps",
+                                                   [](json& c) {
+                                                     c["dflash_config"]["target_layer_ids"] = {2, 0, 1};
+                                                   }}),
+                         [](const ::testing::TestParamInfo<Variant>& info) { return std::string(info.param.name); });
 
 TEST_F(DFlashDrafterTest, SoftcapIsTanhOfTheRawLogits) {
   json config = testing::tiny_drafter_config();
@@ -184,7 +186,8 @@ TEST_F(DFlashDrafterTest, PagedBatchEqualsOneRequestAtATime) {
     drafter->write_context(rows.data(), batch, pool, L);
   }
   BatchContext blocks;
-  for (size_t s = 0; s < 3; ++s) blocks.seqs.push_back(SeqSlice{blocks.total_rows(), block_rows[s], ctx_len[s], tables[s], true});
+  for (size_t s = 0; s < 3; ++s)
+    blocks.seqs.push_back(SeqSlice{blocks.total_rows(), block_rows[s], ctx_len[s], tables[s], true});
   std::vector<float> batched;
   drafter->draft(anchors, blocks, pool, L, batched);
   ASSERT_EQ(batched.size(), static_cast<size_t>((7 + 2 + 7) * 512));

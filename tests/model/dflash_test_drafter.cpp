@@ -82,7 +82,8 @@ void write_drafter(const fs::path& dir, const json& config, const Tensors& weigh
   std::string data;
   for (const auto& [name, tensor] : weights) {
     const auto& [shape, values] = tensor;
-    header[name] = {{"dtype", "F32"}, {"shape", shape}, {"data_offsets", {data.size(), data.size() + values.size() * 4}}};
+    header[name] = {
+        {"dtype", "F32"}, {"shape", shape}, {"data_offsets", {data.size(), data.size() + values.size() * 4}}};
     data.append(reinterpret_cast<const char*>(values.data()), values.size() * 4);
   }
   std::string text = header.dump();
@@ -170,7 +171,9 @@ std::vector<double> naive_draft(const json& c, const io::Checkpoint& ck, const s
   for (int64_t l = 0; l < L; ++l) {
     const std::string p = "layers." + std::to_string(l) + ".";
     const bool sliding = use_swa || c["layer_types"][l] == "sliding_attention";
-    const int64_t window = !sliding ? 0 : use_swa ? dc["swa_window_size"].get<int64_t>() : c["sliding_window"].get<int64_t>();
+    const int64_t window = !sliding  ? 0
+                           : use_swa ? dc["swa_window_size"].get<int64_t>()
+                                     : c["sliding_window"].get<int64_t>();
     const bool causal = sliding || causal_cfg;
 
     const Mat y = rms(x, W(p + "input_layernorm.weight"), B, H, eps);

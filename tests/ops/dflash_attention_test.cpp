@@ -19,10 +19,9 @@ using testing::max_rel_error;
 using testing::random_floats;
 
 // ctx_k/ctx_v: the context contiguous by position [pos0, nkvh, hd].
-std::vector<double> naive(const std::vector<float>& q, const std::vector<float>& ctx_k,
-                          const std::vector<float>& ctx_v, const std::vector<float>& kb,
-                          const std::vector<float>& vb, int64_t pos0, int64_t nb, int64_t nh, int64_t nkvh,
-                          int64_t hd, double scale, bool causal, int64_t window) {
+std::vector<double> naive(const std::vector<float>& q, const std::vector<float>& ctx_k, const std::vector<float>& ctx_v,
+                          const std::vector<float>& kb, const std::vector<float>& vb, int64_t pos0, int64_t nb,
+                          int64_t nh, int64_t nkvh, int64_t hd, double scale, bool causal, int64_t window) {
   std::vector<double> out(nb * nh * hd, 0.0);
   const int64_t g = nh / nkvh;
   for (int64_t i = 0; i < nb; ++i)
@@ -112,14 +111,14 @@ TEST(DFlashAttention, WideWindowEqualsCausalFull) {
   const auto kp = random_floats(8 * bs * row, 53), vp = random_floats(8 * bs * row, 54);
   const std::vector<int32_t> table = {3, 1, 6, 0, 2};
   std::vector<float> a(nb * nh * hd), b(nb * nh * hd);
-  cpu::dflash_attention(q.data(), kb.data(), vb.data(), kp.data(), vp.data(), table.data(), bs, pos0, a.data(), nb,
-                        nh, nkvh, hd, 0.3f, true, pos0 + nb);
-  cpu::dflash_attention(q.data(), kb.data(), vb.data(), kp.data(), vp.data(), table.data(), bs, pos0, b.data(), nb,
-                        nh, nkvh, hd, 0.3f, true, 0);
+  cpu::dflash_attention(q.data(), kb.data(), vb.data(), kp.data(), vp.data(), table.data(), bs, pos0, a.data(), nb, nh,
+                        nkvh, hd, 0.3f, true, pos0 + nb);
+  cpu::dflash_attention(q.data(), kb.data(), vb.data(), kp.data(), vp.data(), table.data(), bs, pos0, b.data(), nb, nh,
+                        nkvh, hd, 0.3f, true, 0);
   EXPECT_EQ(a, b);
   // One position less and the first query loses its oldest key.
-  cpu::dflash_attention(q.data(), kb.data(), vb.data(), kp.data(), vp.data(), table.data(), bs, pos0, b.data(), nb,
-                        nh, nkvh, hd, 0.3f, true, pos0);
+  cpu::dflash_attention(q.data(), kb.data(), vb.data(), kp.data(), vp.data(), table.data(), bs, pos0, b.data(), nb, nh,
+                        nkvh, hd, 0.3f, true, pos0);
   EXPECT_NE(a, b);
 }
 

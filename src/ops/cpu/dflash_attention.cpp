@@ -9,10 +9,9 @@
 
 namespace flashdraft::ops::cpu {
 
-void dflash_attention(const float* q, const float* kb, const float* vb, const float* k_pool,
-                      const float* v_pool, const int32_t* block_table, int64_t block_size, int64_t pos0,
-                      float* out, int64_t nb, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
-                      float scale, bool causal, int64_t window) {
+void dflash_attention(const float* q, const float* kb, const float* vb, const float* k_pool, const float* v_pool,
+                      const int32_t* block_table, int64_t block_size, int64_t pos0, float* out, int64_t nb,
+                      int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float scale, bool causal, int64_t window) {
   if (n_kv_heads <= 0 || n_heads % n_kv_heads != 0)
     throw Error("dflash_attention: " + std::to_string(n_heads) + " query heads cannot be grouped onto " +
                 std::to_string(n_kv_heads) + " kv heads");
