@@ -8,20 +8,28 @@ namespace flashdraft::engine {
 
 const char* request_state_name(RequestState state) {
   switch (state) {
-    case RequestState::Waiting: return "waiting";
-    case RequestState::Prefilling: return "prefilling";
-    case RequestState::Decoding: return "decoding";
-    case RequestState::Finished: return "finished";
+    case RequestState::Waiting:
+      return "waiting";
+    case RequestState::Prefilling:
+      return "prefilling";
+    case RequestState::Decoding:
+      return "decoding";
+    case RequestState::Finished:
+      return "finished";
   }
   return "?";
 }
 
 const char* finish_reason_name(FinishReason reason) {
   switch (reason) {
-    case FinishReason::None: return "";
-    case FinishReason::Stop: return "stop";
-    case FinishReason::Length: return "length";
-    case FinishReason::Abort: return "abort";
+    case FinishReason::None:
+      return "";
+    case FinishReason::Stop:
+      return "stop";
+    case FinishReason::Length:
+      return "length";
+    case FinishReason::Abort:
+      return "abort";
   }
   return "?";
 }
@@ -46,9 +54,9 @@ int32_t Request::anchor() const {
 
 void Request::on_prefill(int64_t rows, std::optional<int32_t> first_token) {
   if (state != RequestState::Prefilling || rows <= 0 || rows > prefill_remaining()) {
-    throw std::logic_error("request " + std::to_string(id) + ": prefill of " + std::to_string(rows) +
-                           " rows while " + request_state_name(state) + " with " +
-                           std::to_string(prefill_remaining()) + " positions left");
+    throw std::logic_error("request " + std::to_string(id) + ": prefill of " + std::to_string(rows) + " rows while " +
+                           request_state_name(state) + " with " + std::to_string(prefill_remaining()) +
+                           " positions left");
   }
   const bool complete = rows == prefill_remaining();
   if (complete != first_token.has_value()) {

@@ -42,16 +42,15 @@ void Scheduler::add(Request& request) {
     throw Error("request " + std::to_string(request.id) + ": empty prompt (expected at least one token)");
   }
   if (request.params.max_tokens < 1) {
-    throw Error("request " + std::to_string(request.id) + ": max_tokens " +
-                std::to_string(request.params.max_tokens) + " (expected at least 1)");
+    throw Error("request " + std::to_string(request.id) + ": max_tokens " + std::to_string(request.params.max_tokens) +
+                " (expected at least 1)");
   }
   const int64_t need = blocks_.blocks_for(max_positions(request));
   if (need > blocks_.num_blocks()) {
     throw Error("request " + std::to_string(request.id) + ": prompt of " + std::to_string(request.prompt.size()) +
-                " tokens + max_tokens " + std::to_string(request.params.max_tokens) + " needs " +
-                std::to_string(need) + " KV blocks of " + std::to_string(blocks_.block_size()) +
-                " tokens, but the whole KV cache has " + std::to_string(blocks_.num_blocks()) +
-                " (shorten the prompt, lower max_tokens or enlarge the cache)");
+                " tokens + max_tokens " + std::to_string(request.params.max_tokens) + " needs " + std::to_string(need) +
+                " KV blocks of " + std::to_string(blocks_.block_size()) + " tokens, but the whole KV cache has " +
+                std::to_string(blocks_.num_blocks()) + " (shorten the prompt, lower max_tokens or enlarge the cache)");
   }
   request.arrival = next_arrival_++;
   waiting_.push_back(&request);
@@ -89,7 +88,7 @@ StepPlan Scheduler::schedule() {
     }
     if (!fits) {  // r is now the youngest running request: it yields its own blocks
       plan.preempted.push_back(preempt_youngest());
-      break;      // everything after it is gone too
+      break;  // everything after it is gone too
     }
     plan.entries.push_back({r, ScheduledRequest::Kind::Decode, r->num_computed, config_.spec_rows, false});
     budget -= config_.spec_rows;
@@ -108,7 +107,8 @@ StepPlan Scheduler::schedule() {
   // everyone behind it, or younger requests could starve it. Not in a step
   // that preempted: memory is short, and the victim would be re-admitted at
   // once only to recompute what it just gave up.
-  while (plan.preempted.empty() && budget > 0 && !waiting_.empty() && static_cast<int64_t>(running_.size()) < config_.max_running) {
+  while (plan.preempted.empty() && budget > 0 && !waiting_.empty() &&
+         static_cast<int64_t>(running_.size()) < config_.max_running) {
     Request* r = waiting_.front();
     if (!blocks_.ensure(r->id, r->num_tokens())) break;
     waiting_.pop_front();

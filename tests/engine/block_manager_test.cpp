@@ -49,10 +49,10 @@ TEST(BlockManager, EnsureCoversPositionsWithCeilBlocks) {
 
 TEST(BlockManager, TablesOfDifferentRequestsNeverShareABlock) {
   BlockManager bm(12, 2);
-  ASSERT_TRUE(bm.ensure(1, 5));  // 3 blocks
-  ASSERT_TRUE(bm.ensure(2, 2));  // 1
-  ASSERT_TRUE(bm.ensure(1, 8));  // +1
-  ASSERT_TRUE(bm.ensure(3, 12)); // 6
+  ASSERT_TRUE(bm.ensure(1, 5));   // 3 blocks
+  ASSERT_TRUE(bm.ensure(2, 2));   // 1
+  ASSERT_TRUE(bm.ensure(1, 8));   // +1
+  ASSERT_TRUE(bm.ensure(3, 12));  // 6
   std::set<int32_t> seen;
   size_t total = 0;
   for (RequestId id : {1, 2, 3}) {

@@ -266,12 +266,13 @@ TEST_P(SchedulerSimulation, EveryRequestFinishesWithItsOwnOutput) {
 // The largest request (40 prompt + 30 max_tokens) needs 68 + spec_rows positions.
 INSTANTIATE_TEST_SUITE_P(
     Pools, SchedulerSimulation,
-    ::testing::Values(SimCase{"roomy_plain", 400, 4, {.max_running = 8, .max_tokens_per_step = 64, .spec_rows = 1}, false},
-                      SimCase{"roomy_spec", 400, 4, {.max_running = 8, .max_tokens_per_step = 64, .spec_rows = 5}, false},
-                      SimCase{"tiny_plain", 18, 4, {.max_running = 6, .max_tokens_per_step = 16, .spec_rows = 1}, true},
-                      SimCase{"tiny_spec", 19, 4, {.max_running = 6, .max_tokens_per_step = 16, .spec_rows = 4}, true},
-                      SimCase{"tiny_blocks_of_one", 75, 1, {.max_running = 8, .max_tokens_per_step = 7, .spec_rows = 7}, true},
-                      SimCase{"one_at_a_time", 30, 16, {.max_running = 1, .max_tokens_per_step = 5, .spec_rows = 3}, false}),
+    ::testing::Values(
+        SimCase{"roomy_plain", 400, 4, {.max_running = 8, .max_tokens_per_step = 64, .spec_rows = 1}, false},
+        SimCase{"roomy_spec", 400, 4, {.max_running = 8, .max_tokens_per_step = 64, .spec_rows = 5}, false},
+        SimCase{"tiny_plain", 18, 4, {.max_running = 6, .max_tokens_per_step = 16, .spec_rows = 1}, true},
+        SimCase{"tiny_spec", 19, 4, {.max_running = 6, .max_tokens_per_step = 16, .spec_rows = 4}, true},
+        SimCase{"tiny_blocks_of_one", 75, 1, {.max_running = 8, .max_tokens_per_step = 7, .spec_rows = 7}, true},
+        SimCase{"one_at_a_time", 30, 16, {.max_running = 1, .max_tokens_per_step = 5, .spec_rows = 3}, false}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
