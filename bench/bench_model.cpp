@@ -12,6 +12,7 @@
 // iteration (their K/V slots are simply rewritten), so context stays fixed.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -80,6 +81,37 @@ void Decode(benchmark::State& state) { run_step(state, state.range(0), 1, state.
 void Verify(benchmark::State& state) { run_step(state, state.range(0), 16, state.range(1), true); }
 void Prefill(benchmark::State& state) { run_step(state, 1, state.range(1), 0, false); }
 
+// The attention op alone, shaped like the target's layers (6 heads on 2 kv
+// heads of 64): `seqs` requests of `rows` new rows after `context` tokens.
+void PagedAttention(benchmark::State& state) {
+  const int64_t seqs = state.range(0), rows = state.range(1), context = state.range(2);
+  const int64_t nh = 6, nkv = 2, hd = 64, len = context + rows, per_seq = (len + kBlock - 1) / kBlock;
+  std::mt19937 gen(2);
+  std::normal_distribution<float> d;
+  std::vector<float> k(seqs * per_seq * kBlock * nkv * hd), v(k.size()), q(seqs * rows * nh * hd), out(q.size());
+  for (auto* a : {&k, &v, &q})
+    for (float& x : *a) x = d(gen);
+  std::vector<int32_t> table(static_cast<size_t>(seqs * per_seq));
+  std::iota(table.begin(), table.end(), 0);
+  std::shuffle(table.begin(), table.end(), gen);
+  std::vector<ops::cpu::PagedSeq> batch;
+  for (int64_t s = 0; s < seqs; ++s) batch.push_back({s * rows, rows, context, table.data() + s * per_seq});
+  for (auto _ : state) {
+    ops::cpu::paged_attention(q.data(), k.data(), v.data(), out.data(), batch.data(), seqs, kBlock, nh, nkv, hd,
+                              0.125f);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["rows/s"] =
+      benchmark::Counter(static_cast<double>(seqs * rows), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+BENCHMARK(PagedAttention)
+    ->ArgNames({"seqs", "rows", "context"})
+    ->Args({1, 1, 256})
+    ->Args({8, 1, 256})
+    ->Args({8, 16, 256})
+    ->Args({1, 256, 0})
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(Decode)->ArgNames({"seqs", "context"})->Args({1, 256})->Args({8, 256})->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(Verify)->ArgNames({"seqs", "context"})->Args({1, 256})->Args({8, 256})->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(Prefill)->ArgNames({"seqs", "rows"})->Args({1, 256})->UseRealTime()->Unit(benchmark::kMicrosecond);
