@@ -8,6 +8,7 @@
 // cache) on a sample of prompts.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "model/greedy.h"
@@ -18,10 +19,18 @@ namespace {
 
 constexpr int kNewTokens = 128;
 
+// KV blocks for `running` requests of the longest prompt, 128 new tokens and a full draft block.
+int64_t pool_for(int64_t running) {
+  size_t longest = 0;
+  for (const auto& p : humaneval_prompts()) longest = std::max(longest, p.ids.size());
+  return running * static_cast<int64_t>((longest + kNewTokens + 16 + 15) / 16);
+}
+
 const std::vector<std::vector<int32_t>>& plain_greedy() {
   static const auto tokens = [] {
     EngineConfig c;
     c.max_running = 16;
+    c.num_kv_blocks = pool_for(16);
     return run_all(nullptr, c, humaneval_prompts(), greedy(kNewTokens)).tokens;
   }();
   return tokens;
@@ -61,6 +70,7 @@ class LosslessDrafter : public ::testing::TestWithParam<const char*> {};
 TEST_P(LosslessDrafter, OneRequestAtATime) {
   EngineConfig c;
   c.max_running = 1;
+  c.num_kv_blocks = pool_for(1);
   auto r = run_all(&shipped().drafter(GetParam()), c, humaneval_prompts(), greedy(kNewTokens));
   expect_identical(r.tokens, std::string(GetParam()) + ", one at a time");
   std::printf("%s, one at a time: %s\n", GetParam(), r.stats.summary().c_str());
@@ -70,6 +80,7 @@ TEST_P(LosslessDrafter, OneRequestAtATime) {
 TEST_P(LosslessDrafter, EightConcurrent) {
   EngineConfig c;
   c.max_running = 8;
+  c.num_kv_blocks = pool_for(8);
   auto r = run_all(&shipped().drafter(GetParam()), c, humaneval_prompts(), greedy(kNewTokens));
   expect_identical(r.tokens, std::string(GetParam()) + ", 8 concurrent");
   EXPECT_GT(r.stats.tau(), 1.5);

@@ -11,3 +11,8 @@ fd_add_test(engine_lossless_tests
   SOURCES lossless_test.cpp shipped_models.cpp
   LIBS fd_engine fd_tokenizer nlohmann_json::nlohmann_json
   LABELS slow)
+
+fd_add_test(engine_taps_tests
+  SOURCES taps_matter_test.cpp shipped_models.cpp
+  LIBS fd_engine fd_tokenizer nlohmann_json::nlohmann_json
+  LABELS slow)

@@ -1,0 +1,131 @@
+// Plain vs DFlash decoding on the CPU: tokens/s and tau over HumanEval
+// prompts, for each shipped drafter at several concurrencies. Prints a
+// markdown table. Not a test: numbers depend on the machine.
+//
+//   build/bench/bench_dflash [--models DIR] [--prompts FILE] [--limit N]
+//                            [--max-tokens N] [--concurrency 1,8]
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/llm_engine.h"
+#include "io/checkpoint.h"
+#include "io/generation_config.h"
+#include "io/model_config.h"
+#include "model/dflash_drafter.h"
+#include "model/qwen3_model.h"
+#include "tokenizer/tokenizer.h"
+
+using namespace flashdraft;
+
+namespace {
+
+struct Row {
+  std::string method;
+  int64_t concurrency = 0, prompts = 0, tokens = 0, steps = 0;
+  double seconds = 0, tau = 0;
+};
+
+std::vector<int64_t> parse_list(const std::string& s) {
+  std::vector<int64_t> out;
+  size_t at = 0;
+  while (at < s.size()) {
+    size_t comma = s.find(',', at);
+    if (comma == std::string::npos) comma = s.size();
+    out.push_back(std::stoll(s.substr(at, comma - at)));
+    at = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string models = FD_SOURCE_DIR "/models";
+  std::string prompts_file = FD_SOURCE_DIR "/tests/fixtures/engine/humaneval.jsonl";
+  int64_t limit = 0, max_tokens = 128;
+  std::vector<int64_t> concurrency = {1, 8};
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "--models") models = value;
+    else if (flag == "--prompts") prompts_file = value;
+    else if (flag == "--limit") limit = std::stoll(value);
+    else if (flag == "--max-tokens") max_tokens = std::stoll(value);
+    else if (flag == "--concurrency") concurrency = parse_list(value);
+    else {
+      fmt::print(stderr, "bench_dflash: unknown flag {}\n", flag);
+      return 2;
+    }
+  }
+  try {
+    const std::string tdir = models + "/target";
+    auto target = model::Qwen3Model::load(io::Checkpoint::open(tdir), io::load_model_config(tdir));
+    auto tok = tokenizer::Tokenizer::load(tdir);
+    std::vector<int32_t> eos;
+    for (int64_t id : io::load_generation_config(tdir).eos_token_ids) eos.push_back(static_cast<int32_t>(id));
+    std::map<std::string, std::unique_ptr<model::DFlashDrafter>> drafters;
+    drafters["drafter-full"] = model::DFlashDrafter::load(models + "/drafter-full", *target);
+    drafters["drafter-swa"] = model::DFlashDrafter::load(models + "/drafter-swa", *target);
+
+    std::vector<std::vector<int32_t>> prompts;
+    std::ifstream in(prompts_file);
+    std::string line;
+    while (std::getline(in, line) && (limit == 0 || static_cast<int64_t>(prompts.size()) < limit)) {
+      if (line.empty()) continue;
+      prompts.push_back(tok.encode(nlohmann::json::parse(line).at("prompt").get<std::string>(), false));
+    }
+    size_t longest = 0;
+    for (const auto& p : prompts) longest = std::max(longest, p.size());
+
+    std::vector<Row> rows;
+    for (int64_t c : concurrency) {
+      for (const char* method : {"plain", "drafter-full", "drafter-swa"}) {
+        model::DFlashDrafter* d = std::strcmp(method, "plain") == 0 ? nullptr : drafters[method].get();
+        engine::EngineConfig cfg;
+        cfg.max_running = c;
+        cfg.num_kv_blocks = c * static_cast<int64_t>((longest + max_tokens + 32) / 16 + 1);
+        cfg.eos_token_ids = eos;
+        engine::Engine eng(*target, d, cfg);
+        engine::SamplingParams params;
+        params.temperature = 0;
+        params.max_tokens = static_cast<int>(max_tokens);
+        const auto start = std::chrono::steady_clock::now();
+        std::vector<engine::RequestId> ids;
+        for (const auto& p : prompts) ids.push_back(eng.add(p, params));
+        while (eng.has_work()) eng.step();
+        Row r;
+        r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        r.method = method;
+        r.concurrency = c;
+        r.prompts = static_cast<int64_t>(prompts.size());
+        for (auto id : ids) r.tokens += static_cast<int64_t>(eng.result(id).tokens.size());
+        r.tau = eng.stats().tau();
+        r.steps = eng.steps();
+        rows.push_back(r);
+        fmt::print(stderr, "{} at concurrency {}: {:.1f} tok/s\n", method, c, r.tokens / r.seconds);
+      }
+    }
+    fmt::print("| method | concurrency | prompts | new tokens | engine steps | seconds | tok/s | tau | speedup |\n");
+    fmt::print("|---|---|---|---|---|---|---|---|---|\n");
+    for (const Row& r : rows) {
+      double plain = 0;
+      for (const Row& p : rows) {
+        if (p.method == "plain" && p.concurrency == r.concurrency) plain = p.tokens / p.seconds;
+      }
+      fmt::print("| {} | {} | {} | {} | {} | {:.1f} | {:.1f} | {} | {:.2f}x |\n", r.method, r.concurrency, r.prompts,
+                 r.tokens, r.steps, r.seconds, r.tokens / r.seconds,
+                 r.method == "plain" ? std::string("-") : fmt::format("{:.2f}", r.tau), r.tokens / r.seconds / plain);
+    }
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "bench_dflash: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}
