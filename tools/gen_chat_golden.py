@@ -276,6 +276,7 @@ def construct_cases():
     # Arithmetic and concatenation.
     add("arithmetic", "{{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % 3 }} {{ -7 % 3 }} {{ 2 ** 10 }} {{ 2 ** -1 }} {{ 7.5 // 2 }} {{ -7.5 % 2 }} {{ 1 + 2 * 3 - 4 }} {{ -3 + +2 }} {{ true + 1 }}")
     add("concat_tilde_plus", "{{ 'a' ~ 1 ~ none ~ true ~ [1] }}|{{ 'a' + 'b' }}|{{ [1] + [2, 3] }}|{{ 'ab' * 3 }}|{{ 2 * [0] }}")
+    add("pow_of_negative_constant", "{{ -2 ** n }} {{ -2 ** 2 }} {{ (-2) ** 2 }} {{ -(2) ** n }} {{ -n ** 2 }} {{ 2 ** -1 }}", {"n": 2})
     add("str_plus_int_error", "{{ 'a' + 1 }}")
     add("division_by_zero_error", "{{ 1 / 0 }}")
     # Comparisons and logic.

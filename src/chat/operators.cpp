@@ -140,7 +140,10 @@ bool contains(const Value& container, const Value& item) {
       if (py_equal(Value::borrowed(e), item)) return true;
     return false;
   }
-  if (is_dict(container)) return is_str(item) && container.json().contains(str(item));
+  if (is_dict(container)) {
+    if (is_list(item) || is_dict(item)) type_error("unhashable type: '" + type_name(item) + "'");
+    return is_str(item) && container.json().contains(str(item));
+  }
   type_error("argument of type '" + type_name(container) + "' is not iterable");
 }
 
