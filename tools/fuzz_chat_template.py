@@ -121,7 +121,8 @@ def block(r, depth, in_loop):
         elif choice < 0.95:
             # Scoping: what a later read sees after sets in loops, branches and namespaces.
             parts.append(r.choice(["{{ v }}", "{{ it }}", "{{ ns.c }}", "{% set ns.c = ns.c + 1 %}",
-                                   "{% set v = 'w' ~ ns.c %}", "{{ loop.index if loop is defined }}"]))
+                                   "{% set v = 'w' ~ ns.c %}", "{{ loop.index if loop is defined }}",
+                                   "{{ mm(n) }}", "{{ mm(it, b=v) }}", "{{ mm(s)|length }}", "{{ mm(ns.c) + '!' }}"]))
         else:
             e = r.choice([x for x in EXPRS if "loop." not in x] if not in_loop else EXPRS)
             parts.append(ws(r) + open_tag(r, "%") + " set v = " + e + " " + close_tag(r, "%") + ws(r) +
@@ -139,7 +140,8 @@ def main():
     env = make_env()
     cases, expected = [], []
     for _ in range(args.n):
-        tmpl = "{% set ns = namespace(c=0) %}" + block(r, 0, False) + ws(r)
+        tmpl = ("{% set ns = namespace(c=0) %}{% macro mm(a, b='q') %}[{{ a }}|{{ b }}|{{ v }}|{{ it }}"
+                "{% set ns.c = ns.c + 1 %}]{% endmacro %}" + block(r, 0, False) + ws(r))
         cases.append({"template": tmpl, "context": CONTEXT})
         try:
             expected.append(("ok", env.from_string(tmpl).render(**CONTEXT)))
