@@ -25,14 +25,15 @@ Json conversation(int turns) {
   messages.push_back({{"role", "system"}, {"content", "You are a helpful assistant."}});
   const std::string filler(400, 'x');
   for (int i = 0; i < turns; ++i) {
-    messages.push_back({{"role", "user"}, {"content", "Question " + std::to_string(i) + " " + filler}});
+    const std::string n = std::to_string(i);
+    messages.push_back({{"role", "user"}, {"content", std::string("Question ").append(n).append(" ").append(filler)}});
     Json call = {{"type", "function"},
-                 {"function", {{"name", "search"}, {"arguments", {{"query", "q" + std::to_string(i)}, {"top_k", 3}}}}}};
+                 {"function", {{"name", "search"}, {"arguments", {{"query", std::string("q").append(n)}, {"top_k", 3}}}}}};
     messages.push_back({{"role", "assistant"},
                         {"content", "<think>\nreasoning " + filler + "\n</think>\n\nLet me search."},
                         {"tool_calls", Json::array({call})}});
     messages.push_back({{"role", "tool"}, {"content", "result " + filler}});
-    messages.push_back({{"role", "assistant"}, {"content", "Answer " + std::to_string(i) + " " + filler}});
+    messages.push_back({{"role", "assistant"}, {"content", std::string("Answer ").append(n).append(" ").append(filler)}});
   }
   return messages;
 }
