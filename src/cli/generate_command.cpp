@@ -7,8 +7,9 @@
 #include <optional>
 #include <random>
 
+#include "cli/batch_generate.h"
 #include "cli/chat_prompt.h"
-#include "cli/load_progress.h"
+#include "cli/engine_setup.h"
 #include "cli/model_dir.h"
 #include "cli/sampling_setup.h"
 #include "cli/terminal.h"
@@ -16,31 +17,13 @@
 #include "cli/token_ids_json.h"
 #include "core/error.h"
 #include "engine/generator.h"
-#include "io/checkpoint.h"
+#include "engine/llm_engine.h"
 #include "io/generation_config.h"
 #include "io/model_config.h"
-#include "model/qwen3_model.h"
 #include "tokenizer/tokenizer.h"
 
 namespace flashdraft::cli {
 namespace {
-
-// The CPU Qwen3 model with its own KV cache, as the generation loop sees it.
-class ModelLogits : public engine::NextTokenLogits {
- public:
-  explicit ModelLogits(model::Qwen3Model& model) : model_(model), cache_(model.new_cache()) {}
-
-  std::span<const float> append(std::span<const int32_t> tokens) override {
-    model_.forward(tokens, cache_, logits_);
-    return logits_;
-  }
-  int64_t context_limit() const override { return model_.config().max_position_embeddings; }
-
- private:
-  model::Qwen3Model& model_;
-  model::KVCache cache_;
-  std::vector<float> logits_;
-};
 
 template <typename T>
 std::optional<T> if_given(const CLI::Option* option, T value) {
@@ -53,7 +36,20 @@ std::string read_prompt_file(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+void check_batch_flags(const GenerateOptions& o) {
+  if (o.prompt_option->count() > 0 || o.prompt_file_option->count() > 0 || o.prompt_ids_option->count() > 0)
+    throw UsageError("--prompts-file runs the prompts of a file; do not combine it with --prompt, --prompt-file "
+                     "or --prompt-ids");
+  if (o.concurrency < 1) throw UsageError(fmt::format("--concurrency: must be >= 1, got {}", o.concurrency));
+  if (o.seed_option->count() > 0 && o.seed < 0) throw UsageError(fmt::format("--seed: must be >= 0, got {}", o.seed));
+  if (!o.chat && o.system_option->count() > 0)
+    throw UsageError("--system needs --chat (the system message goes into the chat template)");
+  if (!o.chat && o.no_think) throw UsageError("--no-think needs --chat (it is an option of the chat template)");
+}
+
 void check_prompt_source(const GenerateOptions& o) {
+  if (o.concurrency_option->count() > 0 || o.output_option->count() > 0)
+    throw UsageError("--concurrency and --output belong to batch mode; they need --prompts-file FILE");
   int given = static_cast<int>(o.prompt_option->count() > 0) + static_cast<int>(o.prompt_file_option->count() > 0) +
               static_cast<int>(o.prompt_ids_option->count() > 0);
   if (given != 1)
@@ -102,14 +98,15 @@ std::vector<int32_t> prompt_tokens(const GenerateOptions& o, const PromptInput& 
 }
 
 std::string summary_line(const engine::GenerationResult& r, const engine::SamplingParams& params,
-                         const engine::StopStringMatcher& matcher) {
+                         const engine::StopStringMatcher& matcher, const engine::SpecStats* spec) {
   std::string stop(engine::stop_reason_name(r.stop_reason));
   if (r.stop_reason == engine::StopReason::kStopString) stop += fmt::format(" {:?}", matcher.matched());
   std::string seed = params.temperature > 0 ? fmt::format(", seed {}", *params.seed) : "";
   return fmt::format(
-      "flashdraft: {} prompt tokens (prefill {:.1f} tok/s), {} generated tokens (decode {:.1f} tok/s), "
+             "flashdraft: {} prompt tokens (prefill {:.1f} tok/s), {} generated tokens (decode {:.1f} tok/s), "
       "stop: {}{}",
-      r.prompt_tokens, r.prefill_tokens_per_second(), r.tokens.size(), r.decode_tokens_per_second(), stop, seed);
+             r.prompt_tokens, r.prefill_tokens_per_second(), r.tokens.size(), r.decode_tokens_per_second(), stop, seed) +
+         (spec ? ", dflash " + spec->summary() : std::string());
 }
 
 }  // namespace
@@ -171,12 +168,42 @@ CLI::App* add_generate_command(CLI::App& app, GenerateOptions& o) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_flag("--ignore-eos", o.ignore_eos,
                 "Keep generating past end-of-sequence tokens, up to --max-tokens (default: off)");
+  o.draft_model_option =
+      cmd->add_option("--draft-model", o.draft_model,
+                      "DFlash drafter directory: speculative decoding, same output as without (default: none)")
+          ->type_name("DIR");
+  o.num_speculative_tokens_option =
+      cmd->add_option("--num-speculative-tokens", o.num_speculative_tokens,
+                      "Draft tokens per step, 1 .. the drafter's block_size - 1 (default: block_size - 1)")
+          ->type_name("N");
+  o.speculative_config_option =
+      cmd->add_option("--speculative-config", o.speculative_config,
+                      "vLLM spelling of the two above: "
+                      "'{\"method\":\"dflash\",\"model\":\"DIR\",\"num_speculative_tokens\":15}'")
+          ->type_name("JSON");
+  o.prompts_file_option =
+      cmd->add_option("--prompts-file", o.prompts_file,
+                      "Batch mode: run every prompt of this jsonl file (HumanEval format, or {\"prompt\": ...} "
+                      "lines) concurrently; prints per-request and total statistics")
+          ->type_name("FILE");
+  o.concurrency_option =
+      cmd->add_option("--concurrency", o.concurrency, "Batch mode: requests running at once (default: 8)")
+          ->type_name("N");
+  o.output_option =
+      cmd->add_option("--output", o.output,
+                      "Batch mode: write each completion as a jsonl line to FILE (default: statistics only)")
+          ->type_name("FILE");
   return cmd;
 }
 
 void run_generate(const GenerateOptions& o) {
-  // Usage mistakes first, then the model directory, then the (slow) weights.
-  check_prompt_source(o);
+  // Usage mistakes first, then the model directories, then the (slow) weights.
+  const bool batch = o.prompts_file_option->count() > 0;
+  if (batch) {
+    check_batch_flags(o);
+  } else {
+    check_prompt_source(o);
+  }
   SamplingFlags flags;
   flags.temperature = if_given(o.temperature_option, o.temperature);
   flags.top_p = if_given(o.top_p_option, o.top_p);
@@ -187,6 +214,11 @@ void run_generate(const GenerateOptions& o) {
   flags.stop = o.stop;
   flags.ignore_eos = o.ignore_eos;
   check_sampling_flags(flags);
+  const SpeculativeSetup spec = speculative_setup(o);
+  if (batch) {
+    run_batch(o, flags, spec);
+    return;
+  }
   PromptInput input = read_prompt(o);
   std::filesystem::path dir = require_model_dir(o.model_dir, {"config.json", "tokenizer.json"});
 
@@ -199,19 +231,23 @@ void run_generate(const GenerateOptions& o) {
   std::vector<int32_t> prompt = prompt_tokens(o, input, tok);
   std::vector<int32_t> eos = collect_eos_ids(config, generation, tok);
 
-  io::Checkpoint checkpoint = io::Checkpoint::open(dir);
-  LoadProgress progress(stderr, stderr_is_terminal());
-  std::unique_ptr<model::Qwen3Model> model =
-      model::Qwen3Model::load(checkpoint, config, [&](size_t done, size_t total) { progress.update(done, total); });
-  progress.finish(checkpoint.total_bytes());
-
-  ModelLogits logits(*model);
+  LoadedModels models = load_models(dir, config, spec);
+  auto engine = make_engine(models, spec, 1, static_cast<int64_t>(prompt.size()), params.max_tokens, eos);
   TextStream stream(tok, params.stop, write_text);
-  engine::GenerationResult result =
-      engine::generate(logits, prompt, params, eos, [&](int32_t token) { return stream.push(token); });
+  const engine::RequestId id = engine->add(prompt, params, [&](int32_t token) { return stream.push(token); });
+  while (engine->has_work()) engine->step();
   stream.finish();
   end_line_on_terminal(stream.text());
-  fmt::print(stderr, "{}\n", summary_line(result, params, stream.matcher()));
+
+  const engine::RequestResult r = engine->result(id);
+  engine::GenerationResult result;
+  result.tokens = r.tokens;
+  result.stop_reason = r.reason;
+  result.prompt_tokens = r.prompt_tokens;
+  result.prefill_seconds = r.prefill_seconds;
+  result.decode_seconds = r.decode_seconds;
+  fmt::print(stderr, "{}\n",
+             summary_line(result, params, stream.matcher(), models.drafter ? &engine->stats() : nullptr));
 }
 
 }  // namespace flashdraft::cli

@@ -1,6 +1,8 @@
 #pragma once
-// `flashdraft generate`: load a model directory, run one prompt, stream the
-// continuation to stdout and a one-line summary to stderr.
+// `flashdraft generate`: load a model directory (and optionally a DFlash
+// drafter), run one prompt, stream the continuation to stdout and a one-line
+// summary to stderr; or, with --prompts-file, run many prompts concurrently
+// and print per-request and total statistics.
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
@@ -20,11 +22,20 @@ struct GenerateOptions {
   int64_t seed = 0;
   std::vector<std::string> stop;
   bool ignore_eos = false;
+  // DFlash: --draft-model [--num-speculative-tokens], or --speculative-config JSON.
+  std::string draft_model, speculative_config;
+  int num_speculative_tokens = 0;
+  // Batch mode: prompts from a jsonl file, run concurrently.
+  std::string prompts_file, output;
+  int concurrency = 8;
   // Set by add_generate_command: which flags were given (a given flag
   // overrides generation_config.json; an absent one does not).
   const CLI::Option *prompt_option = nullptr, *prompt_file_option = nullptr, *prompt_ids_option = nullptr,
                     *system_option = nullptr, *max_tokens_option = nullptr, *temperature_option = nullptr,
-                    *top_p_option = nullptr, *top_k_option = nullptr, *min_p_option = nullptr, *seed_option = nullptr;
+                    *top_p_option = nullptr, *top_k_option = nullptr, *min_p_option = nullptr, *seed_option = nullptr,
+                    *draft_model_option = nullptr, *num_speculative_tokens_option = nullptr,
+                    *speculative_config_option = nullptr, *prompts_file_option = nullptr,
+                    *concurrency_option = nullptr, *output_option = nullptr;
 };
 
 CLI::App* add_generate_command(CLI::App& app, GenerateOptions& options);

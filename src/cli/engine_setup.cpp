@@ -1,0 +1,91 @@
+#include "cli/engine_setup.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <system_error>
+
+#include "cli/load_progress.h"
+#include "cli/terminal.h"
+#include "core/error.h"
+#include "io/checkpoint.h"
+
+namespace flashdraft::cli {
+namespace {
+
+std::filesystem::path require_drafter_dir(const std::string& flag, const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::path abs = std::filesystem::absolute(dir, ec);
+  if (ec) abs = dir;
+  if (!std::filesystem::is_directory(abs, ec)) {
+    throw UsageError(fmt::format("{}: no such directory: {}", flag, abs.string()));
+  }
+  if (!std::filesystem::is_regular_file(abs / "config.json", ec)) {
+    throw UsageError(fmt::format("{}: no config.json in {}", flag, abs.string()));
+  }
+  return abs;
+}
+
+}  // namespace
+
+SpeculativeSetup speculative_setup(const GenerateOptions& o) {
+  const bool json = o.speculative_config_option->count() > 0;
+  const bool draft = o.draft_model_option->count() > 0;
+  const bool k = o.num_speculative_tokens_option->count() > 0;
+  if (json && (draft || k)) {
+    throw UsageError("--speculative-config already names the drafter and num_speculative_tokens; "
+                     "do not combine it with --draft-model or --num-speculative-tokens");
+  }
+  SpeculativeSetup setup;
+  if (json) {
+    setup = parse_speculative_config(o.speculative_config);
+    setup.draft_model = require_drafter_dir("--speculative-config model", setup.draft_model).string();
+    return setup;
+  }
+  if (k && !draft) throw UsageError("--num-speculative-tokens needs --draft-model DIR (the DFlash drafter)");
+  if (k && o.num_speculative_tokens < 1) {
+    throw UsageError(fmt::format("--num-speculative-tokens: must be >= 1, got {}", o.num_speculative_tokens));
+  }
+  if (draft) {
+    setup.draft_model = require_drafter_dir("--draft-model", o.draft_model).string();
+    if (k) setup.num_speculative_tokens = o.num_speculative_tokens;
+  }
+  return setup;
+}
+
+LoadedModels load_models(const std::filesystem::path& dir, const io::ModelConfig& config,
+                         const SpeculativeSetup& setup) {
+  LoadedModels m;
+  {
+    io::Checkpoint checkpoint = io::Checkpoint::open(dir);
+    LoadProgress progress(stderr, stderr_is_terminal());
+    m.target =
+        model::Qwen3Model::load(checkpoint, config, [&](size_t done, size_t total) { progress.update(done, total); });
+    progress.finish(checkpoint.total_bytes());
+  }
+  if (!setup.draft_model.empty()) {
+    io::Checkpoint checkpoint = io::Checkpoint::open(setup.draft_model);
+    LoadProgress progress(stderr, stderr_is_terminal());
+    m.drafter = model::DFlashDrafter::load(checkpoint, model::load_drafter_model_config(setup.draft_model), *m.target,
+                                           [&](size_t done, size_t total) { progress.update(done, total); });
+    progress.finish(checkpoint.total_bytes());
+  }
+  return m;
+}
+
+std::unique_ptr<engine::Engine> make_engine(LoadedModels& models, const SpeculativeSetup& setup, int64_t running,
+                                            int64_t longest_prompt, int64_t max_tokens, std::vector<int32_t> eos) {
+  engine::EngineConfig c;
+  c.num_speculative_tokens = setup.num_speculative_tokens ? *setup.num_speculative_tokens : -1;
+  c.max_running = running;
+  c.eos_token_ids = std::move(eos);
+  // Positions one request can need: its prompt and output (never past the
+  // context) plus a full draft block beyond its last token.
+  const int64_t limit = models.target->config().max_position_embeddings;
+  const int64_t block = models.drafter ? models.drafter->config().block_size : 1;
+  const int64_t positions = std::min(longest_prompt + std::max<int64_t>(max_tokens, 1), limit) + block;
+  c.num_kv_blocks = running * ((positions + c.kv_block_size - 1) / c.kv_block_size);
+  return std::make_unique<engine::Engine>(*models.target, models.drafter.get(), c);
+}
+
+}  // namespace flashdraft::cli

@@ -1,0 +1,21 @@
+#pragma once
+// The drafter settings of `generate`, from either spelling: --draft-model D
+// [--num-speculative-tokens N], or vLLM's --speculative-config JSON
+// ('{"method":"dflash","model":"D","num_speculative_tokens":15}').
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace flashdraft::cli {
+
+struct SpeculativeSetup {
+  std::string draft_model;                      // empty: plain decoding
+  std::optional<int> num_speculative_tokens;    // none: the drafter's block_size - 1
+};
+
+// Throws UsageError (one line, naming the flag) on bad JSON, a method other
+// than "dflash", a missing or non-string model, a num_speculative_tokens that
+// is not an integer >= 1, or a key we do not know.
+SpeculativeSetup parse_speculative_config(std::string_view json);
+
+}  // namespace flashdraft::cli
