@@ -69,6 +69,12 @@ LoadedModels load_models(const std::filesystem::path& dir, const io::ModelConfig
     m.drafter = model::DFlashDrafter::load(checkpoint, model::load_drafter_model_config(setup.draft_model), *m.target,
                                            [&](size_t done, size_t total) { progress.update(done, total); });
     progress.finish(checkpoint.total_bytes());
+    const int64_t block = m.drafter->config().block_size;
+    if (setup.num_speculative_tokens && *setup.num_speculative_tokens > block - 1) {
+      throw UsageError(fmt::format("num_speculative_tokens {}: the drafter in {} has block_size {}, so it drafts at "
+                                   "most {} tokens per step",
+                                   *setup.num_speculative_tokens, setup.draft_model, block, block - 1));
+    }
   }
   return m;
 }
