@@ -16,3 +16,7 @@ fd_add_test(engine_taps_tests
   SOURCES taps_matter_test.cpp shipped_models.cpp
   LIBS fd_engine fd_tokenizer nlohmann_json::nlohmann_json
   LABELS slow)
+
+fd_add_test(engine_stops_tests
+  SOURCES stops_test.cpp shipped_models.cpp
+
