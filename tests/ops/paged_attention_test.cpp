@@ -100,7 +100,8 @@ INSTANTIATE_TEST_SUITE_P(
         Case{{{8, 16}, {3, 16}, {40, 1}}, 4, 4, 4, 8},              // verify rows of 16, MHA
         Case{{{100, 17}, {0, 130}, {7, 3}}, 16, 8, 2, 32},          // bigger blocks, long prefill
         Case{{{5, 3}, {0, 0}, {2, 2}}, 1, 4, 1, 12},                // block size 1, empty request, MQA
-        Case{{{11, 4}}, 3, 2, 2, 7}));                              // odd head_dim and block size
+        Case{{{11, 4}}, 3, 2, 2, 7},                                // odd head_dim and block size
+        Case{{{40, 1}, {0, 35}, {17, 16}}, 16, 8, 2, 128}));        // head_dim 128 (Qwen3-8B's)
 
 TEST(PagedAttentionErrors, RejectsHeadsThatDoNotGroup) {
   std::vector<float> x(64);

@@ -9,9 +9,17 @@
 namespace flashdraft::ops::cpu {
 namespace {
 
+#define FD_ALWAYS_INLINE inline __attribute__((always_inline))
+
+// HD > 0: head_dim known at compile time (64 and 128 cover Qwen3 and the
+// shipped models), so loops fully unroll and accumulators stay in registers;
+// HD == 0: any head_dim.
+
 // Eight independent partial sums: without -ffast-math the compiler may not
 // reorder one float accumulation, but it does vectorize these lanes.
-inline float dot(const float* a, const float* b, int64_t n) {
+template <int HD>
+FD_ALWAYS_INLINE float dot(const float* a, const float* b, int64_t head_dim) {
+  const int64_t n = HD > 0 ? HD : head_dim;
   float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t e = 0;
   for (; e + 8 <= n; e += 8)
@@ -21,8 +29,20 @@ inline float dot(const float* a, const float* b, int64_t n) {
   return s;
 }
 
-inline void axpy(float* y, float a, const float* x, int64_t n) {
-  for (int64_t e = 0; e < n; ++e) y[e] += a * x[e];
+// y += sum_t p[t] * x[t * stride .. + head_dim], over m rows of one block.
+template <int HD>
+FD_ALWAYS_INLINE void axpy_rows(float* y, const float* p, const float* x, int64_t stride, int64_t m,
+                                int64_t head_dim) {
+  if constexpr (HD > 0) {
+    float acc[HD];
+    for (int e = 0; e < HD; ++e) acc[e] = y[e];
+    for (int64_t t = 0; t < m; ++t)
+      for (int e = 0; e < HD; ++e) acc[e] += p[t] * x[t * stride + e];
+    for (int e = 0; e < HD; ++e) y[e] = acc[e];
+  } else {
+    for (int64_t t = 0; t < m; ++t)
+      for (int64_t e = 0; e < head_dim; ++e) y[e] += p[t] * x[t * stride + e];
+  }
 }
 
 // Scores of one request's queries; grows only when a longer request shows
@@ -34,16 +54,10 @@ constexpr int64_t kRowTile = 32;
 // Keys go block by block with every query of the group inside, so each K/V
 // block is read from memory once and reused from L1 by all of them (a
 // 16-row verify with 3 heads per kv head reuses it 48 times).
-//
-// Built twice where the compiler can (AVX2/FMA and baseline x86-64, picked
-// at load time): the build targets baseline x86-64, and these dot products
-// are most of the op's time.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("arch=x86-64-v3", "default")))
-#endif
-void attend_kv_head(const float* q, const float* k_pool, const float* v_pool, float* out, const PagedSeq& s,
-                    int64_t kvh, int64_t block_size, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
-                    float scale, float* sc) {
+template <int HD>
+FD_ALWAYS_INLINE void attend_kv_head_impl(const float* q, const float* k_pool, const float* v_pool, float* out,
+                                          const PagedSeq& s, int64_t kvh, int64_t block_size, int64_t n_heads,
+                                          int64_t n_kv_heads, int64_t head_dim, float scale, float* sc) {
   const int64_t group = n_heads / n_kv_heads;
   const int64_t q_stride = n_heads * head_dim, kv_stride = n_kv_heads * head_dim;
   const int64_t keys = s.pos0 + s.n_rows;  // the last row sees them all
@@ -56,14 +70,14 @@ void attend_kv_head(const float* q, const float* k_pool, const float* v_pool, fl
   };
 
   for (int64_t j0 = 0; j0 < keys; j0 += block_size) {
-    const int64_t base = static_cast<int64_t>(s.block_table[j0 / block_size]) * block_size;
+    const float* kblock = kb + static_cast<int64_t>(s.block_table[j0 / block_size]) * block_size * kv_stride;
     const int64_t m = std::min(block_size, keys - j0);
     for (int64_t g = 0; g < group; ++g)
       for (int64_t i = std::max<int64_t>(0, j0 - s.pos0); i < s.n_rows; ++i) {
         const float* qi = q_of(g, i);
         float* si = sc + (g * s.n_rows + i) * keys + j0;
         const int64_t lim = std::min(m, s.pos0 + i + 1 - j0);
-        for (int64_t t = 0; t < lim; ++t) si[t] = scale * dot(qi, kb + (base + t) * kv_stride, head_dim);
+        for (int64_t t = 0; t < lim; ++t) si[t] = scale * dot<HD>(qi, kblock + t * kv_stride, head_dim);
       }
   }
   // Softmax over each query's visible keys, normalised before P·V.
@@ -83,15 +97,33 @@ void attend_kv_head(const float* q, const float* k_pool, const float* v_pool, fl
       std::fill(oi, oi + head_dim, 0.0f);
     }
   for (int64_t j0 = 0; j0 < keys; j0 += block_size) {
-    const int64_t base = static_cast<int64_t>(s.block_table[j0 / block_size]) * block_size;
+    const float* vblock = vb + static_cast<int64_t>(s.block_table[j0 / block_size]) * block_size * kv_stride;
     const int64_t m = std::min(block_size, keys - j0);
     for (int64_t g = 0; g < group; ++g)
-      for (int64_t i = std::max<int64_t>(0, j0 - s.pos0); i < s.n_rows; ++i) {
-        float* oi = out_of(g, i);
-        const float* si = sc + (g * s.n_rows + i) * keys + j0;
-        const int64_t lim = std::min(m, s.pos0 + i + 1 - j0);
-        for (int64_t t = 0; t < lim; ++t) axpy(oi, si[t], vb + (base + t) * kv_stride, head_dim);
-      }
+      for (int64_t i = std::max<int64_t>(0, j0 - s.pos0); i < s.n_rows; ++i)
+        axpy_rows<HD>(out_of(g, i), sc + (g * s.n_rows + i) * keys + j0, vblock, kv_stride,
+                      std::min(m, s.pos0 + i + 1 - j0), head_dim);
+  }
+}
+
+// Built twice where the compiler can (AVX2/FMA and baseline x86-64, picked
+// at load time): the build targets baseline x86-64, and these dot products
+// are most of the op's time.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("arch=x86-64-v3", "default")))
+#endif
+void attend_kv_head(const float* q, const float* k_pool, const float* v_pool, float* out, const PagedSeq& s,
+                    int64_t kvh, int64_t block_size, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
+                    float scale, float* sc) {
+  switch (head_dim) {
+    case 64:
+      return attend_kv_head_impl<64>(q, k_pool, v_pool, out, s, kvh, block_size, n_heads, n_kv_heads, 64, scale, sc);
+    case 128:
+      return attend_kv_head_impl<128>(q, k_pool, v_pool, out, s, kvh, block_size, n_heads, n_kv_heads, 128, scale,
+                                      sc);
+    default:
+      return attend_kv_head_impl<0>(q, k_pool, v_pool, out, s, kvh, block_size, n_heads, n_kv_heads, head_dim, scale,
+                                    sc);
   }
 }
 
