@@ -19,4 +19,10 @@ fd_add_test(engine_taps_tests
 
 fd_add_test(engine_stops_tests
   SOURCES stops_test.cpp shipped_models.cpp
+  LIBS fd_engine fd_tokenizer nlohmann_json::nlohmann_json
+  LABELS slow)
 
+fd_add_test(engine_sampling_lossless_tests
+  SOURCES sampling_lossless_test.cpp shipped_models.cpp
+  LIBS fd_engine fd_tokenizer nlohmann_json::nlohmann_json
+  LABELS slow)
