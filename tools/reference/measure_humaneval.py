@@ -4,6 +4,7 @@ Usage:
   measure_humaneval.py plain   --target DIR --prompts humaneval.jsonl --out plain.json [--shard I/N]
   measure_humaneval.py dflash  --target DIR --drafter DIR --temperature T --prompts ... --out res.json
   measure_humaneval.py compare --plain plain.json [plain2.json ..] --out res.json  (greedy == plain?)
+  measure_humaneval.py merge   --parts shard0.json shard1.json .. --out res.json
 Prompts are fed raw (completion style, no chat template), tokenized with the target's
 tokenizer.json. Everything runs in float64 by default so that batch shape or padding
 cannot flip an argmax. Results are rewritten after every prompt, so a run cut short
@@ -59,6 +60,16 @@ def summarize(results, block_size):
     }
 
 
+def merge(paths, out_path):
+    """Joins the result files of shards of one run (prompt order restored, summary recomputed)."""
+    parts = [json.load(open(p)) for p in paths]
+    results = sorted((r for p in parts for r in p["results"]), key=lambda r: int(r["task_id"].split("/")[1]))
+    meta = {k: v for k, v in parts[0].items() if k not in ("results", "summary", "seconds")}
+    block = len(parts[0]["summary"]["acceptance_by_position"]) + 1
+    write(out_path, {**meta, "seconds": max(p["seconds"] for p in parts), "shards": len(parts),
+                     "summary": summarize(results, block), "results": results})
+
+
 def compare(plain_paths, out_path):
     """Adds to a greedy DFlash result file: does each output equal the plain greedy output?"""
     plain = {}
@@ -85,13 +96,14 @@ def compare(plain_paths, out_path):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["plain", "dflash", "compare"])
+    ap.add_argument("mode", choices=["plain", "dflash", "compare", "merge"])
     ap.add_argument("--target")
     ap.add_argument("--drafter")
     ap.add_argument("--prompts")
     ap.add_argument("--shard", default="0/1", help="I/N: only prompts i with i %% N == I")
     ap.add_argument("--out", required=True)
     ap.add_argument("--plain", nargs="*")
+    ap.add_argument("--parts", nargs="*", help="merge: the shard result files")
     ap.add_argument("--temperature", type=float, default=0.0)
     ap.add_argument("--max-new", type=int, default=256)
     ap.add_argument("--limit", type=int)
@@ -101,6 +113,9 @@ def main():
     args = ap.parse_args()
     if args.mode == "compare":
         compare(args.plain, args.out)
+        return
+    if args.mode == "merge":
+        merge(args.parts, args.out)
         return
     dtype = getattr(torch, args.dtype)
     if args.device == "cuda":
@@ -124,6 +139,9 @@ def main():
     meta["drafter"] = args.drafter
     results = []
     for i, (task, ids) in enumerate(prompts):
+        if i % n_shards != shard:
+            continue
+        # Seeded by prompt index, so a sharded run gives the same draws as a whole one.
         gen = torch.Generator(device=args.device).manual_seed(args.seed * 100003 + i)
         r = dflash_generate(target, drafter, ids, args.max_new, args.temperature, eos, gen)
         r["task_id"] = task
