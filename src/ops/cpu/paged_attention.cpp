@@ -1,4 +1,7 @@
+#include <cblas.h>
+
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -45,6 +48,48 @@ FD_ALWAYS_INLINE void axpy_rows(float* y, const float* p, const float* x, int64_
   }
 }
 
+// e^x for x <= 0 (softmax after subtracting the max), written so the loop
+// around it vectorizes: x = n ln2 + r with |r| <= ln2/2, e^r by its Taylor
+// series to r^7 (truncation error < 1e-8 relative), 2^n built in the
+// exponent bits. Below -87 the result would be denormal; it is clamped there
+// (e^-87 is 1e-38, nothing next to the max term's 1).
+FD_ALWAYS_INLINE float exp_nonpositive(float x) {
+  x = std::max(x, -87.0f);
+  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+  const float n = (x * 1.44269504088896341f + kRound) - kRound;
+  const float r = (x - n * 0.693145751953125f) - n * 1.428606765330187e-06f;  // ln 2 split hi + lo
+  float p = 1.0f / 5040.0f;
+  p = p * r + 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  return p * std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
+}
+
+// x[0, n) <- softmax(x[0, n)).
+FD_ALWAYS_INLINE void softmax_inplace(float* x, int64_t n) {
+  // Separate simple loops with 8 partial lanes each: the shapes GCC vectorizes.
+  float lane[8];
+  for (int l = 0; l < 8; ++l) lane[l] = x[0];
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int l = 0; l < 8; ++l) lane[l] = x[j + l] > lane[l] ? x[j + l] : lane[l];
+  float mx = lane[0];
+  for (int l = 1; l < 8; ++l) mx = std::max(mx, lane[l]);
+  for (; j < n; ++j) mx = std::max(mx, x[j]);
+  for (int64_t k = 0; k < n; ++k) x[k] = exp_nonpositive(x[k] - mx);
+  for (int l = 0; l < 8; ++l) lane[l] = 0.0f;
+  for (j = 0; j + 8 <= n; j += 8)
+    for (int l = 0; l < 8; ++l) lane[l] += x[j + l];
+  float sum = ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7]));
+  for (; j < n; ++j) sum += x[j];
+  const float inv = 1.0f / sum;
+  for (int64_t k = 0; k < n; ++k) x[k] *= inv;
+}
+
 // Scores of one request's queries; grows only when a longer request shows
 // up, so steady-state decoding allocates nothing.
 thread_local std::vector<float> t_scores;
@@ -84,15 +129,7 @@ FD_ALWAYS_INLINE void attend_kv_head_impl(const float* q, const float* k_pool, c
   for (int64_t g = 0; g < group; ++g)
     for (int64_t i = 0; i < s.n_rows; ++i) {
       float* si = sc + (g * s.n_rows + i) * keys;
-      const int64_t visible = s.pos0 + i + 1;
-      const float mx = *std::max_element(si, si + visible);
-      double sum = 0.0;
-      for (int64_t j = 0; j < visible; ++j) {
-        si[j] = std::exp(si[j] - mx);
-        sum += si[j];
-      }
-      const float inv = static_cast<float>(1.0 / sum);
-      for (int64_t j = 0; j < visible; ++j) si[j] *= inv;
+      softmax_inplace(si, s.pos0 + i + 1);
       float* oi = out_of(g, i);
       std::fill(oi, oi + head_dim, 0.0f);
     }
@@ -127,6 +164,57 @@ void attend_kv_head(const float* q, const float* k_pool, const float* v_pool, fl
   }
 }
 
+// Requests with at least this many rows (prefill chunks, verify blocks) take
+// the GEMM path: their K/V are gathered into contiguous scratch once per kv
+// head and OpenBLAS does Q·K^T and P·V, which beats the direct kernel once
+// the gather is shared by several query rows. Decode rows stay direct.
+constexpr int64_t kGemmRows = 4;
+thread_local std::vector<float> t_k, t_v;
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("arch=x86-64-v3", "default")))
+#endif
+void attend_kv_head_gemm(const float* q, const float* k_pool, const float* v_pool, float* out, const PagedSeq& s,
+                         int64_t kvh, int64_t block_size, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
+                         float scale) {
+  const int64_t group = n_heads / n_kv_heads;
+  const int64_t q_stride = n_heads * head_dim, kv_stride = n_kv_heads * head_dim;
+  const int64_t keys = s.pos0 + s.n_rows;
+  const auto need_kv = static_cast<size_t>(keys * head_dim);
+  if (t_k.size() < need_kv) t_k.resize(need_kv);
+  if (t_v.size() < need_kv) t_v.resize(need_kv);
+  for (int64_t j0 = 0; j0 < keys; j0 += block_size) {
+    const int64_t first = static_cast<int64_t>(s.block_table[j0 / block_size]) * block_size * kv_stride + kvh * head_dim;
+    for (int64_t t = 0; t < std::min(block_size, keys - j0); ++t) {
+      std::copy_n(k_pool + first + t * kv_stride, head_dim, t_k.data() + (j0 + t) * head_dim);
+      std::copy_n(v_pool + first + t * kv_stride, head_dim, t_v.data() + (j0 + t) * head_dim);
+    }
+  }
+  const auto need_s = static_cast<size_t>(std::min(kRowTile, s.n_rows) * keys);
+  if (t_scores.size() < need_s) t_scores.resize(need_s);
+  float* sc = t_scores.data();
+  for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h)
+    for (int64_t r0 = 0; r0 < s.n_rows; r0 += kRowTile) {
+      const int64_t rows = std::min(kRowTile, s.n_rows - r0), tile_keys = s.pos0 + r0 + rows;
+      const float* qh = q + (s.row_begin + r0) * q_stride + h * head_dim;
+      float* oh = out + (s.row_begin + r0) * q_stride + h * head_dim;
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(rows),
+                  static_cast<blasint>(tile_keys), static_cast<blasint>(head_dim), scale, qh,
+                  static_cast<blasint>(q_stride), t_k.data(), static_cast<blasint>(head_dim), 0.0f, sc,
+                  static_cast<blasint>(tile_keys));
+      for (int64_t r = 0; r < rows; ++r) {
+        float* sr = sc + r * tile_keys;
+        const int64_t visible = s.pos0 + r0 + r + 1;
+        softmax_inplace(sr, visible);
+        std::fill(sr + visible, sr + tile_keys, 0.0f);
+      }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(rows),
+                  static_cast<blasint>(head_dim), static_cast<blasint>(tile_keys), 1.0f, sc,
+                  static_cast<blasint>(tile_keys), t_v.data(), static_cast<blasint>(head_dim), 0.0f, oh,
+                  static_cast<blasint>(q_stride));
+    }
+}
+
 }  // namespace
 
 void paged_attention(const float* q, const float* k_pool, const float* v_pool, float* out,
@@ -138,6 +226,11 @@ void paged_attention(const float* q, const float* k_pool, const float* v_pool, f
   if (block_size <= 0) throw Error("paged_attention: block size must be positive");
   const int64_t group = n_heads / n_kv_heads;
   for (int64_t si = 0; si < n_seqs; ++si) {
+    if (seqs[si].n_rows >= kGemmRows) {
+      for (int64_t kvh = 0; kvh < n_kv_heads; ++kvh)
+        attend_kv_head_gemm(q, k_pool, v_pool, out, seqs[si], kvh, block_size, n_heads, n_kv_heads, head_dim, scale);
+      continue;
+    }
     // Tiles of kRowTile rows keep the score tile small for long prefill chunks.
     for (int64_t r0 = 0; r0 < seqs[si].n_rows; r0 += kRowTile) {
       const PagedSeq& full = seqs[si];
