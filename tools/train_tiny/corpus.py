@@ -4,8 +4,8 @@ How the list is made (recorded in the manifest this writes):
   1. every *.dist-info directory of the interpreter's site-packages, in sorted order;
   2. its METADATA gives the distribution name and licence (License-Expression, else
      License, else the "License ::" classifiers); only permissively licensed
-     distributions are kept (PERMISSIVE below; anything mentioning GPL, or with no
-     licence in its metadata, is left out);
+     distributions are kept (PERMISSIVE below); a licence mentioning GPL, MPL, EUPL,
+     CDDL or Commons Clause (COPYLEFT below), or none recorded, leaves it out;
   3. its RECORD lists the files the distribution installed: keep *.py files of
      500 B .. 256 KiB that decode as UTF-8, skipping vendored copies of other projects
      (path components in VENDORED);
