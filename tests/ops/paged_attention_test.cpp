@@ -103,6 +103,19 @@ INSTANTIATE_TEST_SUITE_P(
         Case{{{11, 4}}, 3, 2, 2, 7},                                // odd head_dim and block size
         Case{{{40, 1}, {0, 35}, {17, 16}}, 16, 8, 2, 128}));        // head_dim 128 (Qwen3-8B's)
 
+TEST(PagedAttentionThreads, LeavesTheBlasThreadCountAsItFoundIt) {
+  // Multi-row requests run their GEMMs single-threaded; the caller's setting must come back.
+  const int before = cpu::num_threads();
+  cpu::set_num_threads(2);
+  std::vector<float> q(8 * 2 * 8, 0.5f), kv(8 * 8, 0.25f), out(q.size());
+  const int32_t table[] = {1, 0};
+  const PagedSeq s{0, 8, 0, table};
+  cpu::paged_attention(q.data(), kv.data(), kv.data(), out.data(), &s, 1, 4, 2, 1, 8, 1.0f);
+  EXPECT_EQ(cpu::num_threads(), 2);
+  EXPECT_FLOAT_EQ(out[5], 0.25f);  // uniform values: any softmax gives them back
+  cpu::set_num_threads(before);
+}
+
 TEST(PagedAttentionErrors, RejectsHeadsThatDoNotGroup) {
   std::vector<float> x(64);
   const int32_t table[] = {0};
