@@ -91,15 +91,16 @@ FD_ALWAYS_INLINE void softmax_inplace(float* x, int64_t n) {
   for (int64_t k = 0; k < n; ++k) x[k] *= inv;
 }
 
-// Scores of one request's queries; grows only when a longer request shows
-// up, so steady-state decoding allocates nothing.
-thread_local std::vector<float> t_scores;
+// Scratch (scores, gathered K/V); grows only when a longer request shows up,
+// so steady-state decoding allocates nothing.
+thread_local std::vector<float> t_scores, t_k, t_v;
+// GEMM-path query rows per score tile: bounds the scratch for long prefill chunks.
 constexpr int64_t kRowTile = 32;
 
-// One request, one kv head: the `group` query heads that share it, all rows.
-// Keys go block by block with every query of the group inside, so each K/V
-// block is read from memory once and reused from L1 by all of them (a
-// 16-row verify with 3 heads per kv head reuses it 48 times).
+// The direct path, for requests of a few rows (decoding). One request, one kv
+// head: the `group` query heads that share it, all rows. Keys go block by
+// block with every query of the group inside, so each K/V block is read from
+// memory once and reused from L1 by all of them.
 template <int HD>
 FD_ALWAYS_INLINE void attend_kv_head_impl(const float* q, const float* k_pool, const float* v_pool, float* out,
                                           const PagedSeq& s, int64_t kvh, int64_t block_size, int64_t n_heads,
@@ -191,7 +192,6 @@ class SingleThreadedBlas {
  private:
   int saved_;
 };
-thread_local std::vector<float> t_k, t_v;
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target_clones("arch=x86-64-v3", "default")))
@@ -255,16 +255,13 @@ void paged_attention(const float* q, const float* k_pool, const float* v_pool, f
         attend_kv_head_gemm(q, k_pool, v_pool, out, seqs[si], kvh, block_size, n_heads, n_kv_heads, head_dim, scale);
       continue;
     }
-    // Tiles of kRowTile rows keep the score tile small for long prefill chunks.
-    for (int64_t r0 = 0; r0 < seqs[si].n_rows; r0 += kRowTile) {
-      const PagedSeq& full = seqs[si];
-      const PagedSeq s{full.row_begin + r0, std::min(kRowTile, full.n_rows - r0), full.pos0 + r0, full.block_table};
-      const auto need = static_cast<size_t>(group * s.n_rows * (s.pos0 + s.n_rows));
-      if (t_scores.size() < need) t_scores.resize(need);
-      for (int64_t kvh = 0; kvh < n_kv_heads; ++kvh)
-        attend_kv_head(q, k_pool, v_pool, out, s, kvh, block_size, n_heads, n_kv_heads, head_dim, scale,
-                       t_scores.data());
-    }
+    const PagedSeq& s = seqs[si];
+    if (s.n_rows <= 0) continue;
+    const auto need = static_cast<size_t>(group * s.n_rows * (s.pos0 + s.n_rows));
+    if (t_scores.size() < need) t_scores.resize(need);
+    for (int64_t kvh = 0; kvh < n_kv_heads; ++kvh)
+      attend_kv_head(q, k_pool, v_pool, out, s, kvh, block_size, n_heads, n_kv_heads, head_dim, scale,
+                     t_scores.data());
   }
 }
 
