@@ -100,12 +100,15 @@ TEST_P(PagedForward, MixedBatchesMatchPerRequestForward) {
                                                   random_ids(45, 4)};
   std::vector<Expected> want;
   for (const auto& s : seqs) want.push_back(reference(s));
-  auto r = rig(64, 4);
-  // Every position of every request runs exactly once, in order; each step
-  // mixes prefill chunks (last logits), verify rows and decode rows (all logits).
-  run_and_check(r, seqs, want, {{0, 0, 16, false}, {1, 0, 20, false}, {2, 0, 11, false}});
-  run_and_check(r, seqs, want, {{2, 11, 1, true}, {0, 16, 16, false}, {1, 20, 5, true}, {3, 0, 13, false}});
-  run_and_check(r, seqs, want, {{1, 25, 2, true}, {3, 13, 32, true}, {0, 32, 5, true}});
+  for (int64_t block_size : {4, 1, 16}) {
+    SCOPED_TRACE("block size " + std::to_string(block_size));
+    auto r = rig(160 / block_size + 8, block_size);
+    // Every position of every request runs exactly once, in order; each step
+    // mixes prefill chunks (last logits), verify rows and decode rows (all logits).
+    run_and_check(r, seqs, want, {{0, 0, 16, false}, {1, 0, 20, false}, {2, 0, 11, false}});
+    run_and_check(r, seqs, want, {{2, 11, 1, true}, {0, 16, 16, false}, {1, 20, 5, true}, {3, 0, 13, false}});
+    run_and_check(r, seqs, want, {{1, 25, 2, true}, {3, 13, 32, true}, {0, 32, 5, true}});
+  }
 }
 
 TEST_P(PagedForward, DecodeRowsOfManyRequestsInOneBatch) {
