@@ -7,10 +7,27 @@ fd_add_test(engine_acceptance_tests
   LIBS fd_engine)
 
 # End to end on the shipped model pair (models/); slow, but in the default run.
-fd_add_test(engine_lossless_tests
-  SOURCES lossless_test.cpp shipped_models.cpp
-  LIBS fd_engine fd_tokenizer nlohmann_json::nlohmann_json
-  LABELS slow)
+# The lossless cases are registered one by one so that the plain greedy
+# reference is computed once (a ctest fixture) and the cases run in parallel.
+add_executable(engine_lossless_tests lossless_test.cpp shipped_models.cpp)
+target_link_libraries(engine_lossless_tests PRIVATE fd_engine fd_tokenizer nlohmann_json::nlohmann_json
+  GTest::gtest_main)
+target_compile_definitions(engine_lossless_tests PRIVATE
+  FD_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+  FD_FIXTURES_DIR="${PROJECT_SOURCE_DIR}/tests/fixtures"
+  FD_BINARY_DIR="${CMAKE_CURRENT_BINARY_DIR}")
+add_test(NAME engine_lossless_reference COMMAND engine_lossless_tests --gtest_filter=LosslessReference.*)
+# One BLAS thread per test process: ctest runs several at once on few cores.
+set_tests_properties(engine_lossless_reference PROPERTIES FIXTURES_SETUP plain_greedy_reference LABELS slow
+  ENVIRONMENT OPENBLAS_NUM_THREADS=1)
+foreach(drafter Full Swa)
+  foreach(mode OneRequestAtATime EightConcurrent PreemptedByATinyKVPool)
+    add_test(NAME engine_lossless_${drafter}_${mode}
+      COMMAND engine_lossless_tests --gtest_filter=Shipped/LosslessDrafter.${mode}/${drafter})
+    set_tests_properties(engine_lossless_${drafter}_${mode} PROPERTIES
+      FIXTURES_REQUIRED plain_greedy_reference LABELS slow ENVIRONMENT OPENBLAS_NUM_THREADS=1)
+  endforeach()
+endforeach()
 
 fd_add_test(engine_taps_tests
   SOURCES taps_matter_test.cpp shipped_models.cpp
