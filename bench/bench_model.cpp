@@ -112,8 +112,18 @@ BENCHMARK(PagedAttention)
     ->Args({8, 16, 256})
     ->Args({1, 256, 0})
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK(Decode)->ArgNames({"seqs", "context"})->Args({1, 256})->Args({8, 256})->UseRealTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK(Verify)->ArgNames({"seqs", "context"})->Args({1, 256})->Args({8, 256})->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(Decode)
+    ->ArgNames({"seqs", "context"})
+    ->Args({1, 256})
+    ->Args({8, 256})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(Verify)
+    ->ArgNames({"seqs", "context"})
+    ->Args({1, 256})
+    ->Args({8, 256})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(Prefill)->ArgNames({"seqs", "rows"})->Args({1, 256})->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace

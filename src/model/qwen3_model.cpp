@@ -92,8 +92,7 @@ void Qwen3Model::run_layers(std::span<const int32_t> tokens, Attend&& attend) {
   }
 }
 
-void Qwen3Model::forward(std::span<const int32_t> tokens, KVCache& cache, std::vector<float>& logits,
-                         bool all_logits) {
+void Qwen3Model::forward(std::span<const int32_t> tokens, KVCache& cache, std::vector<float>& logits, bool all_logits) {
   const int64_t n = static_cast<int64_t>(tokens.size());
   if (n == 0) throw Error("forward: no tokens given");
   const int64_t kv_dim = cfg_.num_key_value_heads * cfg_.head_dim;
@@ -109,8 +108,8 @@ void Qwen3Model::forward(std::span<const int32_t> tokens, KVCache& cache, std::v
   run_layers(tokens, [&](int64_t l, int64_t rows) {
     std::copy_n(k_.data(), rows * kv_dim, cache.k(l) + start * kv_dim);
     std::copy_n(v_.data(), rows * kv_dim, cache.v(l) + start * kv_dim);
-    cpu::attention(q_.data(), cache.k(l), cache.v(l), attn_.data(), rows, start + rows, start, nh, nkv, hd,
-                   scale, /*causal=*/true);
+    cpu::attention(q_.data(), cache.k(l), cache.v(l), attn_.data(), rows, start + rows, start, nh, nkv, hd, scale,
+                   /*causal=*/true);
   });
   cache.commit(n);
 
@@ -120,8 +119,7 @@ void Qwen3Model::forward(std::span<const int32_t> tokens, KVCache& cache, std::v
   lm_head(xn_.data(), rows, logits.data());
 }
 
-void Qwen3Model::check_batch(std::span<const int32_t> tokens, const BatchContext& batch,
-                             const KVPool& pool) const {
+void Qwen3Model::check_batch(std::span<const int32_t> tokens, const BatchContext& batch, const KVPool& pool) const {
   const std::string what = "forward_batch: ";
   if (batch.seqs.empty()) throw Error(what + "the batch has no requests");
   if (pool.num_layers() < cfg_.num_hidden_layers)
@@ -182,8 +180,8 @@ void Qwen3Model::forward_batch(std::span<const int32_t> tokens, const BatchConte
         std::copy_n(k_.data() + row * kv_dim, kv_dim, kp + slot * kv_dim);
         std::copy_n(v_.data() + row * kv_dim, kv_dim, vp + slot * kv_dim);
       }
-    cpu::paged_attention(q_.data(), kp, vp, attn_.data(), paged_seqs_.data(),
-                         static_cast<int64_t>(paged_seqs_.size()), bs, nh, nkv, hd, scale);
+    cpu::paged_attention(q_.data(), kp, vp, attn_.data(), paged_seqs_.data(), static_cast<int64_t>(paged_seqs_.size()),
+                         bs, nh, nkv, hd, scale);
   });
 
   int64_t out_rows = 0;
@@ -224,8 +222,7 @@ void Qwen3Model::finish_attention(int64_t layer, int64_t n) {
 void Qwen3Model::mlp_block(int64_t layer, int64_t n) {
   const auto& L = w_.layers[static_cast<size_t>(layer)];
   const int64_t H = cfg_.hidden_size, I = cfg_.intermediate_size;
-  cpu::rmsnorm(x_.data(), L.post_attention_layernorm.data(), xn_.data(), n, H,
-               static_cast<float>(cfg_.rms_norm_eps));
+  cpu::rmsnorm(x_.data(), L.post_attention_layernorm.data(), xn_.data(), n, H, static_cast<float>(cfg_.rms_norm_eps));
   cpu::matmul_wt(xn_.data(), L.gate_proj.data(), nullptr, gate_.data(), n, H, I);
   cpu::matmul_wt(xn_.data(), L.up_proj.data(), nullptr, up_.data(), n, H, I);
   cpu::silu_glu(gate_.data(), up_.data(), gate_.data(), n * I);

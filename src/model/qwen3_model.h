@@ -36,8 +36,7 @@ class Qwen3Model {
   // Runs `tokens` at positions cache.length() .. +n-1, appending their K/V to
   // the cache. logits becomes [n, vocab] if all_logits, else [1, vocab] for
   // the last token. On an exception the cache keeps its previous length.
-  void forward(std::span<const int32_t> tokens, KVCache& cache, std::vector<float>& logits,
-               bool all_logits = false);
+  void forward(std::span<const int32_t> tokens, KVCache& cache, std::vector<float>& logits, bool all_logits = false);
 
   // One batched forward over several requests (prefill chunks, verify rows,
   // decode rows mixed). tokens: batch.total_rows() ids, grouped by request

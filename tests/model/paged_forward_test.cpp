@@ -61,8 +61,8 @@ class PagedForward : public ::testing::TestWithParam<const char*> {
   }
 
   // Runs one step and checks its logits and taps, request by request.
-  void run_and_check(PagedRig& rig, const std::vector<std::vector<int32_t>>& seqs,
-                     const std::vector<Expected>& want, const std::vector<Part>& parts) {
+  void run_and_check(PagedRig& rig, const std::vector<std::vector<int32_t>>& seqs, const std::vector<Expected>& want,
+                     const std::vector<Part>& parts) {
     const auto step = make_step(rig, seqs, parts);
     std::vector<float> logits;
     model_->forward_batch(step.tokens, step.batch, rig.pool, logits);
@@ -72,8 +72,8 @@ class PagedForward : public ::testing::TestWithParam<const char*> {
     for (const Part& p : parts) {
       const Expected& e = want[p.req];
       const int64_t rows = p.all_logits ? p.n_rows : 1, first = p.pos0 + p.n_rows - rows;
-      const std::string what = "request " + std::to_string(p.req) + " at " + std::to_string(p.pos0) + "+" +
-                               std::to_string(p.n_rows);
+      const std::string what =
+          "request " + std::to_string(p.req) + " at " + std::to_string(p.pos0) + "+" + std::to_string(p.n_rows);
       EXPECT_LT(rel_l2(logits.data() + out_row * vocab_, e.logits.data() + first * vocab_,
                        static_cast<size_t>(rows * vocab_)),
                 kTol)
@@ -171,8 +171,7 @@ TEST_P(PagedForward, MatchesHuggingFaceLogits) {
       model_->forward_batch(step.tokens, step.batch, r.pool, logits);
       int64_t row = 0;
       for (const Part& p : parts) {
-        got[p.req].insert(got[p.req].end(), logits.begin() + row * vocab_,
-                          logits.begin() + (row + p.n_rows) * vocab_);
+        got[p.req].insert(got[p.req].end(), logits.begin() + row * vocab_, logits.begin() + (row + p.n_rows) * vocab_);
         row += p.n_rows;
       }
     }

@@ -63,8 +63,7 @@ inline Step make_step(PagedRig& rig, const std::vector<std::vector<int32_t>>& se
   Step s;
   for (const Part& p : parts) {
     const auto& table = rig.cover(p.req, p.pos0 + p.n_rows);
-    s.batch.seqs.push_back(
-        SeqSlice{static_cast<int64_t>(s.tokens.size()), p.n_rows, p.pos0, table, p.all_logits});
+    s.batch.seqs.push_back(SeqSlice{static_cast<int64_t>(s.tokens.size()), p.n_rows, p.pos0, table, p.all_logits});
     s.tokens.insert(s.tokens.end(), seqs[p.req].begin() + p.pos0, seqs[p.req].begin() + p.pos0 + p.n_rows);
   }
   return s;

@@ -84,8 +84,8 @@ TEST_P(PagedAttention, MatchesContiguousAttentionPerRequest) {
   for (size_t r = 0; r < seqs.size(); ++r) {
     const auto& s = seqs[r];
     std::vector<float> want(s.n_rows * q_row);
-    cpu::attention(q.data() + s.row_begin * q_row, ks[r].data(), vs[r].data(), want.data(), s.n_rows,
-                   s.pos0 + s.n_rows, s.pos0, c.nh, c.nkvh, c.hd, scale, /*causal=*/true);
+    cpu::attention(q.data() + s.row_begin * q_row, ks[r].data(), vs[r].data(), want.data(), s.n_rows, s.pos0 + s.n_rows,
+                   s.pos0, c.nh, c.nkvh, c.hd, scale, /*causal=*/true);
     EXPECT_LT(max_rel_diff(out.data() + s.row_begin * q_row, want.data(), s.n_rows * q_row), 1e-5)
         << "request " << r << " (pos0 " << s.pos0 << ", " << s.n_rows << " rows)";
   }
@@ -93,15 +93,14 @@ TEST_P(PagedAttention, MatchesContiguousAttentionPerRequest) {
 
 INSTANTIATE_TEST_SUITE_P(
     Batches, PagedAttention,
-    ::testing::Values(
-        Case{{{0, 1}}, 4, 2, 1, 8},                                 // one fresh token
-        Case{{{0, 9}}, 4, 4, 2, 16},                                // prefill ending mid-block
-        Case{{{13, 1}, {0, 7}, {5, 6}, {30, 1}}, 4, 6, 2, 64},      // decode + prefill + chunk + decode
-        Case{{{8, 16}, {3, 16}, {40, 1}}, 4, 4, 4, 8},              // verify rows of 16, MHA
-        Case{{{100, 17}, {0, 130}, {7, 3}}, 16, 8, 2, 32},          // bigger blocks, long prefill
-        Case{{{5, 3}, {0, 0}, {2, 2}}, 1, 4, 1, 12},                // block size 1, empty request, MQA
-        Case{{{11, 4}}, 3, 2, 2, 7},                                // odd head_dim and block size
-        Case{{{40, 1}, {0, 35}, {17, 16}}, 16, 8, 2, 128}));        // head_dim 128 (Qwen3-8B's)
+    ::testing::Values(Case{{{0, 1}}, 4, 2, 1, 8},                             // one fresh token
+                      Case{{{0, 9}}, 4, 4, 2, 16},                            // prefill ending mid-block
+                      Case{{{13, 1}, {0, 7}, {5, 6}, {30, 1}}, 4, 6, 2, 64},  // decode + prefill + chunk + decode
+                      Case{{{8, 16}, {3, 16}, {40, 1}}, 4, 4, 4, 8},          // verify rows of 16, MHA
+                      Case{{{100, 17}, {0, 130}, {7, 3}}, 16, 8, 2, 32},      // bigger blocks, long prefill
+                      Case{{{5, 3}, {0, 0}, {2, 2}}, 1, 4, 1, 12},            // block size 1, empty request, MQA
+                      Case{{{11, 4}}, 3, 2, 2, 7},                            // odd head_dim and block size
+                      Case{{{40, 1}, {0, 35}, {17, 16}}, 16, 8, 2, 128}));    // head_dim 128 (Qwen3-8B's)
 
 TEST(PagedAttentionThreads, LeavesTheBlasThreadCountAsItFoundIt) {
   // Multi-row requests run their GEMMs single-threaded; the caller's setting must come back.

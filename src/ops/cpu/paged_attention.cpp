@@ -35,8 +35,7 @@ FD_ALWAYS_INLINE float dot(const float* a, const float* b, int64_t head_dim) {
 
 // y += sum_t p[t] * x[t * stride .. + head_dim], over m rows of one block.
 template <int HD>
-FD_ALWAYS_INLINE void axpy_rows(float* y, const float* p, const float* x, int64_t stride, int64_t m,
-                                int64_t head_dim) {
+FD_ALWAYS_INLINE void axpy_rows(float* y, const float* p, const float* x, int64_t stride, int64_t m, int64_t head_dim) {
   if constexpr (HD > 0) {
     float acc[HD];
     for (int e = 0; e < HD; ++e) acc[e] = y[e];
@@ -111,7 +110,9 @@ FD_ALWAYS_INLINE void attend_kv_head_impl(const float* q, const float* k_pool, c
   const float* kb = k_pool + kvh * head_dim;
   const float* vb = v_pool + kvh * head_dim;
   // Query a = g * n_rows + i is head kvh * group + g of row i; it sees keys [0, pos0 + i].
-  const auto q_of = [&](int64_t g, int64_t i) { return q + (s.row_begin + i) * q_stride + (kvh * group + g) * head_dim; };
+  const auto q_of = [&](int64_t g, int64_t i) {
+    return q + (s.row_begin + i) * q_stride + (kvh * group + g) * head_dim;
+  };
   const auto out_of = [&](int64_t g, int64_t i) {
     return out + (s.row_begin + i) * q_stride + (kvh * group + g) * head_dim;
   };
@@ -158,8 +159,7 @@ void attend_kv_head(const float* q, const float* k_pool, const float* v_pool, fl
     case 64:
       return attend_kv_head_impl<64>(q, k_pool, v_pool, out, s, kvh, block_size, n_heads, n_kv_heads, 64, scale, sc);
     case 128:
-      return attend_kv_head_impl<128>(q, k_pool, v_pool, out, s, kvh, block_size, n_heads, n_kv_heads, 128, scale,
-                                      sc);
+      return attend_kv_head_impl<128>(q, k_pool, v_pool, out, s, kvh, block_size, n_heads, n_kv_heads, 128, scale, sc);
     default:
       return attend_kv_head_impl<0>(q, k_pool, v_pool, out, s, kvh, block_size, n_heads, n_kv_heads, head_dim, scale,
                                     sc);
@@ -206,7 +206,8 @@ void attend_kv_head_gemm(const float* q, const float* k_pool, const float* v_poo
   if (t_k.size() < need_kv) t_k.resize(need_kv);
   if (t_v.size() < need_kv) t_v.resize(need_kv);
   for (int64_t j0 = 0; j0 < keys; j0 += block_size) {
-    const int64_t first = static_cast<int64_t>(s.block_table[j0 / block_size]) * block_size * kv_stride + kvh * head_dim;
+    const int64_t first =
+        static_cast<int64_t>(s.block_table[j0 / block_size]) * block_size * kv_stride + kvh * head_dim;
     for (int64_t t = 0; t < std::min(block_size, keys - j0); ++t) {
       std::copy_n(k_pool + first + t * kv_stride, head_dim, t_k.data() + (j0 + t) * head_dim);
       std::copy_n(v_pool + first + t * kv_stride, head_dim, t_v.data() + (j0 + t) * head_dim);
@@ -220,28 +221,26 @@ void attend_kv_head_gemm(const float* q, const float* k_pool, const float* v_poo
       const int64_t rows = std::min(kRowTile, s.n_rows - r0), tile_keys = s.pos0 + r0 + rows;
       const float* qh = q + (s.row_begin + r0) * q_stride + h * head_dim;
       float* oh = out + (s.row_begin + r0) * q_stride + h * head_dim;
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(rows),
-                  static_cast<blasint>(tile_keys), static_cast<blasint>(head_dim), scale, qh,
-                  static_cast<blasint>(q_stride), t_k.data(), static_cast<blasint>(head_dim), 0.0f, sc,
-                  static_cast<blasint>(tile_keys));
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(rows), static_cast<blasint>(tile_keys),
+                  static_cast<blasint>(head_dim), scale, qh, static_cast<blasint>(q_stride), t_k.data(),
+                  static_cast<blasint>(head_dim), 0.0f, sc, static_cast<blasint>(tile_keys));
       for (int64_t r = 0; r < rows; ++r) {
         float* sr = sc + r * tile_keys;
         const int64_t visible = s.pos0 + r0 + r + 1;
         softmax_inplace(sr, visible);
         std::fill(sr + visible, sr + tile_keys, 0.0f);
       }
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(rows),
-                  static_cast<blasint>(head_dim), static_cast<blasint>(tile_keys), 1.0f, sc,
-                  static_cast<blasint>(tile_keys), t_v.data(), static_cast<blasint>(head_dim), 0.0f, oh,
-                  static_cast<blasint>(q_stride));
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(rows), static_cast<blasint>(head_dim),
+                  static_cast<blasint>(tile_keys), 1.0f, sc, static_cast<blasint>(tile_keys), t_v.data(),
+                  static_cast<blasint>(head_dim), 0.0f, oh, static_cast<blasint>(q_stride));
     }
 }
 
 }  // namespace
 
-void paged_attention(const float* q, const float* k_pool, const float* v_pool, float* out,
-                     const PagedSeq* seqs, int64_t n_seqs, int64_t block_size, int64_t n_heads,
-                     int64_t n_kv_heads, int64_t head_dim, float scale) {
+void paged_attention(const float* q, const float* k_pool, const float* v_pool, float* out, const PagedSeq* seqs,
+                     int64_t n_seqs, int64_t block_size, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
+                     float scale) {
   if (n_kv_heads <= 0 || n_heads % n_kv_heads != 0)
     throw Error("paged_attention: " + std::to_string(n_heads) + " query heads cannot be grouped onto " +
                 std::to_string(n_kv_heads) + " kv heads");
@@ -260,8 +259,7 @@ void paged_attention(const float* q, const float* k_pool, const float* v_pool, f
     const auto need = static_cast<size_t>(group * s.n_rows * (s.pos0 + s.n_rows));
     if (t_scores.size() < need) t_scores.resize(need);
     for (int64_t kvh = 0; kvh < n_kv_heads; ++kvh)
-      attend_kv_head(q, k_pool, v_pool, out, s, kvh, block_size, n_heads, n_kv_heads, head_dim, scale,
-                     t_scores.data());
+      attend_kv_head(q, k_pool, v_pool, out, s, kvh, block_size, n_heads, n_kv_heads, head_dim, scale, t_scores.data());
   }
 }
 
