@@ -156,6 +156,7 @@ std::vector<StepOutput> Engine::step() {
       if (!drafts.empty()) {
         stats_.record(static_cast<int64_t>(drafts.size()), a.accepted);
         r.spec.record(static_cast<int64_t>(drafts.size()), a.accepted);
+        t.accepted.push_back(a.accepted);
       }
       candidates.assign(drafts.begin(), drafts.begin() + a.accepted);
       candidates.push_back(a.bonus);
@@ -200,6 +201,7 @@ RequestResult Engine::result(RequestId id) const {
   if (!r.output.empty()) res.prefill_seconds = seconds(t.first_token - t.added);
   if (res.finished && r.output.size() > 1) res.decode_seconds = seconds(t.finished - t.first_token);
   res.spec = r.spec;
+  res.accepted = t.accepted;
   res.preemptions = r.preemptions;
   return res;
 }

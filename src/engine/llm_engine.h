@@ -55,6 +55,7 @@ struct RequestResult {
   // From add() to the first token, and from the first token to the finish.
   double prefill_seconds = 0, decode_seconds = 0;
   SpecStats spec;
+  std::vector<int32_t> accepted;  // accepted drafts of each verify step, in order
   int64_t preemptions = 0;
 };
 
@@ -89,6 +90,7 @@ class Engine {
     std::unique_ptr<Request> request;
     TokenSink sink;
     StopReason reason = StopReason::kMaxTokens;
+    std::vector<int32_t> accepted;
     int64_t max_tokens = 0;  // as asked (the request's own is capped by the context)
     Clock::time_point added, first_token, finished;
   };

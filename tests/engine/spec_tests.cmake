@@ -43,3 +43,8 @@ fd_add_test(engine_sampling_lossless_tests
   SOURCES sampling_lossless_test.cpp shipped_models.cpp
   LIBS fd_engine fd_tokenizer nlohmann_json::nlohmann_json
   LABELS slow)
+
+fd_add_test(engine_reference_parity_tests
+  SOURCES reference_parity_test.cpp shipped_models.cpp
+  LIBS fd_engine fd_tokenizer nlohmann_json::nlohmann_json
+  LABELS slow)
