@@ -54,11 +54,16 @@ int main(int argc, char** argv) {
   std::vector<int64_t> concurrency = {1, 8};
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--models") models = value;
-    else if (flag == "--prompts") prompts_file = value;
-    else if (flag == "--limit") limit = std::stoll(value);
-    else if (flag == "--max-tokens") max_tokens = std::stoll(value);
-    else if (flag == "--concurrency") concurrency = parse_list(value);
+    if (flag == "--models")
+      models = value;
+    else if (flag == "--prompts")
+      prompts_file = value;
+    else if (flag == "--limit")
+      limit = std::stoll(value);
+    else if (flag == "--max-tokens")
+      max_tokens = std::stoll(value);
+    else if (flag == "--concurrency")
+      concurrency = parse_list(value);
     else {
       fmt::print(stderr, "bench_dflash: unknown flag {}\n", flag);
       return 2;

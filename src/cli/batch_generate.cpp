@@ -32,8 +32,9 @@ struct Job {
 
 std::vector<int32_t> encode_prompt(const GenerateOptions& o, const tokenizer::Tokenizer& tok, const PromptEntry& e) {
   std::string text = e.prompt;
-  if (o.chat) text = render_chat_prompt(tok, o.system_option->count() > 0 ? std::optional(o.system) : std::nullopt,
-                                        text, !o.no_think);
+  if (o.chat)
+    text = render_chat_prompt(tok, o.system_option->count() > 0 ? std::optional(o.system) : std::nullopt, text,
+                              !o.no_think);
   std::vector<int32_t> ids;
   try {
     ids = tok.encode(text, /*parse_special=*/true);
@@ -71,8 +72,8 @@ void run_batch(const GenerateOptions& o, const SamplingFlags& flags, const Specu
   }
 
   LoadedModels models = load_models(dir, config, spec);
-  auto engine = make_engine(models, spec, o.concurrency, longest, params.max_tokens,
-                            collect_eos_ids(config, generation, tok));
+  auto engine =
+      make_engine(models, spec, o.concurrency, longest, params.max_tokens, collect_eos_ids(config, generation, tok));
   const auto start = std::chrono::steady_clock::now();
   for (size_t i = 0; i < jobs.size(); ++i) {
     Job& job = jobs[i];
@@ -91,9 +92,9 @@ void run_batch(const GenerateOptions& o, const SamplingFlags& flags, const Specu
     prompt_total += r.prompt_tokens;
     generated_total += static_cast<int64_t>(r.tokens.size());
     const double elapsed = r.prefill_seconds + r.decode_seconds;
-    std::string line = fmt::format("{}: {} prompt tokens, {} generated tokens, {:.1f} tok/s, stop: {}", job.entry.name,
-                                   r.prompt_tokens, r.tokens.size(), rate(static_cast<double>(r.tokens.size()), elapsed),
-                                   engine::stop_reason_name(r.reason));
+    std::string line = fmt::format(
+        "{}: {} prompt tokens, {} generated tokens, {:.1f} tok/s, stop: {}", job.entry.name, r.prompt_tokens,
+        r.tokens.size(), rate(static_cast<double>(r.tokens.size()), elapsed), engine::stop_reason_name(r.reason));
     if (models.drafter) line += fmt::format(", tau {:.2f}", r.spec.tau());
     fmt::print("{}\n", line);
     if (out) {

@@ -33,8 +33,9 @@ SpeculativeSetup speculative_setup(const GenerateOptions& o) {
   const bool draft = o.draft_model_option->count() > 0;
   const bool k = o.num_speculative_tokens_option->count() > 0;
   if (json && (draft || k)) {
-    throw UsageError("--speculative-config already names the drafter and num_speculative_tokens; "
-                     "do not combine it with --draft-model or --num-speculative-tokens");
+    throw UsageError(
+        "--speculative-config already names the drafter and num_speculative_tokens; "
+        "do not combine it with --draft-model or --num-speculative-tokens");
   }
   SpeculativeSetup setup;
   if (json) {
@@ -71,9 +72,10 @@ LoadedModels load_models(const std::filesystem::path& dir, const io::ModelConfig
     progress.finish(checkpoint.total_bytes());
     const int64_t block = m.drafter->config().block_size;
     if (setup.num_speculative_tokens && *setup.num_speculative_tokens > block - 1) {
-      throw UsageError(fmt::format("num_speculative_tokens {}: the drafter in {} has block_size {}, so it drafts at "
-                                   "most {} tokens per step",
-                                   *setup.num_speculative_tokens, setup.draft_model, block, block - 1));
+      throw UsageError(
+          fmt::format("num_speculative_tokens {}: the drafter in {} has block_size {}, so it drafts at "
+                      "most {} tokens per step",
+                      *setup.num_speculative_tokens, setup.draft_model, block, block - 1));
     }
   }
   return m;

@@ -38,8 +38,9 @@ std::string read_prompt_file(const std::string& path) {
 
 void check_batch_flags(const GenerateOptions& o) {
   if (o.prompt_option->count() > 0 || o.prompt_file_option->count() > 0 || o.prompt_ids_option->count() > 0)
-    throw UsageError("--prompts-file runs the prompts of a file; do not combine it with --prompt, --prompt-file "
-                     "or --prompt-ids");
+    throw UsageError(
+        "--prompts-file runs the prompts of a file; do not combine it with --prompt, --prompt-file "
+        "or --prompt-ids");
   if (o.concurrency < 1) throw UsageError(fmt::format("--concurrency: must be >= 1, got {}", o.concurrency));
   if (o.seed_option->count() > 0 && o.seed < 0) throw UsageError(fmt::format("--seed: must be >= 0, got {}", o.seed));
   if (!o.chat && o.system_option->count() > 0)
@@ -104,8 +105,9 @@ std::string summary_line(const engine::GenerationResult& r, const engine::Sampli
   std::string seed = params.temperature > 0 ? fmt::format(", seed {}", *params.seed) : "";
   return fmt::format(
              "flashdraft: {} prompt tokens (prefill {:.1f} tok/s), {} generated tokens (decode {:.1f} tok/s), "
-      "stop: {}{}",
-             r.prompt_tokens, r.prefill_tokens_per_second(), r.tokens.size(), r.decode_tokens_per_second(), stop, seed) +
+             "stop: {}{}",
+             r.prompt_tokens, r.prefill_tokens_per_second(), r.tokens.size(), r.decode_tokens_per_second(), stop,
+             seed) +
          (spec ? ", dflash " + spec->summary() : std::string());
 }
 

@@ -34,8 +34,8 @@ struct GenerateOptions {
                     *system_option = nullptr, *max_tokens_option = nullptr, *temperature_option = nullptr,
                     *top_p_option = nullptr, *top_k_option = nullptr, *min_p_option = nullptr, *seed_option = nullptr,
                     *draft_model_option = nullptr, *num_speculative_tokens_option = nullptr,
-                    *speculative_config_option = nullptr, *prompts_file_option = nullptr,
-                    *concurrency_option = nullptr, *output_option = nullptr;
+                    *speculative_config_option = nullptr, *prompts_file_option = nullptr, *concurrency_option = nullptr,
+                    *output_option = nullptr;
 };
 
 CLI::App* add_generate_command(CLI::App& app, GenerateOptions& options);

@@ -14,15 +14,16 @@ SpeculativeSetup parse_speculative_config(std::string_view text) {
   try {
     j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
-    throw UsageError(fmt::format("{}: not valid JSON ({}); expected e.g. "
-                                 "'{{\"method\":\"dflash\",\"model\":\"DIR\",\"num_speculative_tokens\":15}}'",
-                                 kFlag, e.what()));
+    throw UsageError(
+        fmt::format("{}: not valid JSON ({}); expected e.g. "
+                    "'{{\"method\":\"dflash\",\"model\":\"DIR\",\"num_speculative_tokens\":15}}'",
+                    kFlag, e.what()));
   }
   if (!j.is_object()) throw UsageError(fmt::format("{}: expected a JSON object, got {}", kFlag, j.dump()));
   for (const auto& [key, value] : j.items()) {
     if (key != "method" && key != "model" && key != "num_speculative_tokens") {
-      throw UsageError(fmt::format("{}: unknown key \"{}\" (supported: method, model, num_speculative_tokens)",
-                                   kFlag, key));
+      throw UsageError(
+          fmt::format("{}: unknown key \"{}\" (supported: method, model, num_speculative_tokens)", kFlag, key));
     }
   }
   auto method = j.find("method");

@@ -9,8 +9,8 @@
 namespace flashdraft::cli {
 
 struct SpeculativeSetup {
-  std::string draft_model;                      // empty: plain decoding
-  std::optional<int> num_speculative_tokens;    // none: the drafter's block_size - 1
+  std::string draft_model;                    // empty: plain decoding
+  std::optional<int> num_speculative_tokens;  // none: the drafter's block_size - 1
 };
 
 // Throws UsageError (one line, naming the flag) on bad JSON, a method other

@@ -12,11 +12,12 @@ namespace {
 void check_shape(std::span<const float> rows, int64_t vocab, std::span<const int32_t> drafts) {
   const auto k = static_cast<int64_t>(drafts.size());
   if (vocab <= 0 || static_cast<int64_t>(rows.size()) != (k + 1) * vocab) {
-    throw Error(fmt::format("acceptance: expected {} rows of {} logits for {} drafts, got {} values", k + 1, vocab,
-                            k, rows.size()));
+    throw Error(fmt::format("acceptance: expected {} rows of {} logits for {} drafts, got {} values", k + 1, vocab, k,
+                            rows.size()));
   }
   for (int32_t d : drafts) {
-    if (d < 0 || d >= vocab) throw Error(fmt::format("acceptance: draft token {} outside the vocabulary [0, {})", d, vocab));
+    if (d < 0 || d >= vocab)
+      throw Error(fmt::format("acceptance: draft token {} outside the vocabulary [0, {})", d, vocab));
   }
 }
 

@@ -24,9 +24,10 @@ int64_t resolve_k(const model::DFlashDrafter* drafter, int64_t requested) {
   const int64_t max_k = drafter->config().block_size - 1;
   if (requested < 0) return max_k;
   if (requested > max_k) {
-    throw Error(fmt::format("num_speculative_tokens {} exceeds what the drafter can propose: its block_size is {}, "
-                            "so at most {} draft tokens per step",
-                            requested, drafter->config().block_size, max_k));
+    throw Error(
+        fmt::format("num_speculative_tokens {} exceeds what the drafter can propose: its block_size is {}, "
+                    "so at most {} draft tokens per step",
+                    requested, drafter->config().block_size, max_k));
   }
   return requested;
 }
@@ -75,8 +76,8 @@ RequestId Engine::add(std::vector<int32_t> prompt, const SamplingParams& params,
   // Output never goes past the context, so the scheduler need not reserve
   // blocks beyond it.
   SamplingParams capped = params;
-  capped.max_tokens = static_cast<int>(
-      std::min<int64_t>(params.max_tokens, context_limit_ - static_cast<int64_t>(prompt.size())));
+  capped.max_tokens =
+      static_cast<int>(std::min<int64_t>(params.max_tokens, context_limit_ - static_cast<int64_t>(prompt.size())));
   t.request = std::make_unique<Request>(id, std::move(prompt), capped);
   t.sink = std::move(on_token);
   t.added = Clock::now();

@@ -61,8 +61,8 @@ TEST(CliDFlash, StopStringInsideAnAcceptedRunTruncatesThere) {
   ASSERT_GT(plain.out.size(), 40u);
   const std::string stop = plain.out.substr(30, 4);  // somewhere in the middle of the text
   Ran p = generate({"--prompt", kPrompt, "--temperature", "0", "--max-tokens", "96", "--stop", stop});
-  Ran d = generate({"--prompt", kPrompt, "--temperature", "0", "--max-tokens", "96", "--stop", stop, "--draft-model",
-                    kFull});
+  Ran d = generate(
+      {"--prompt", kPrompt, "--temperature", "0", "--max-tokens", "96", "--stop", stop, "--draft-model", kFull});
   ASSERT_EQ(d.exit_code, 0) << d.err;
   EXPECT_EQ(d.out, p.out);
   EXPECT_EQ(d.out, plain.out.substr(0, plain.out.find(stop)));

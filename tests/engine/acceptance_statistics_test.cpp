@@ -19,8 +19,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <vector>
 
@@ -31,7 +31,7 @@ namespace flashdraft::engine {
 namespace {
 
 constexpr int kVocab = 4;
-constexpr int kEmit = 3;   // tokens whose joint distribution is tested
+constexpr int kEmit = 3;    // tokens whose joint distribution is tested
 constexpr int kDrafts = 3;  // speculative tokens per step
 constexpr int kRuns = 200000;
 
@@ -180,7 +180,8 @@ Acceptance accept_without_removal(std::span<const float> rows, int64_t vocab, st
     if (sampler.uniform() < p[static_cast<size_t>(drafts[i])]) continue;
     return {static_cast<int32_t>(i), sampler.sample_from_probs(p)};
   }
-  return {static_cast<int32_t>(drafts.size()), sampler.sample(rows.subspan(drafts.size() * static_cast<size_t>(vocab)))};
+  return {static_cast<int32_t>(drafts.size()),
+          sampler.sample(rows.subspan(drafts.size() * static_cast<size_t>(vocab)))};
 }
 
 TEST(AcceptanceStatistics, SpeculativeSamplingMatchesPlainSampling) {
@@ -202,8 +203,8 @@ TEST(AcceptanceStatistics, SpeculativeSamplingMatchesPlainSampling) {
   int wrong_support = 0;
   const double chi2_wrong = chi_square(wrong, expected, &wrong_support);
   EXPECT_GT(chi2_wrong, critical);
-  std::printf("chi-square %.1f (correct rule), %.1f (wrong rule), critical %.1f at df %d\n", chi2, chi2_wrong,
-              critical, support - 1);
+  std::printf("chi-square %.1f (correct rule), %.1f (wrong rule), critical %.1f at df %d\n", chi2, chi2_wrong, critical,
+              support - 1);
 }
 
 }  // namespace

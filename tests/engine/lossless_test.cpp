@@ -63,8 +63,8 @@ void expect_identical(const std::vector<std::vector<int32_t>>& got, const std::s
       if (++differ <= 3) {
         size_t at = 0;
         while (at < got[i].size() && at < want[i].size() && got[i][at] == want[i][at]) ++at;
-        ADD_FAILURE() << what << ": " << humaneval_prompts()[i].task_id << " differs from plain greedy at token "
-                      << at << " (lengths " << got[i].size() << " vs " << want[i].size() << ")";
+        ADD_FAILURE() << what << ": " << humaneval_prompts()[i].task_id << " differs from plain greedy at token " << at
+                      << " (lengths " << got[i].size() << " vs " << want[i].size() << ")";
       }
     }
   }

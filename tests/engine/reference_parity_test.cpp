@@ -60,8 +60,8 @@ TEST_P(ReferenceParity, AcceptedCountsPerStepMatchThePythonReference) {
       // A near-tie may flip one decision and shift the steps after it.
       EXPECT_NEAR(r.spec.tau(), ref_tau, 0.25 * ref_tau) << task;
     }
-    std::printf("%s %s: tau %.3f (reference %.3f), %zu steps (reference %zu)\n", GetParam(), task.c_str(),
-                r.spec.tau(), ref_tau, r.accepted.size(), want.size());
+    std::printf("%s %s: tau %.3f (reference %.3f), %zu steps (reference %zu)\n", GetParam(), task.c_str(), r.spec.tau(),
+                ref_tau, r.accepted.size(), want.size());
   }
   EXPECT_GE(exact, 6) << "too few prompts compared step by step";
 }

@@ -21,7 +21,7 @@ struct Outcome {
 };
 
 Outcome run_one(model::DFlashDrafter* drafter, const std::vector<int32_t>& prompt, const SamplingParams& params,
-            TokenSink sink = {}) {
+                TokenSink sink = {}) {
   EngineConfig c;
   c.max_running = 1;
   c.num_kv_blocks = 64;
@@ -111,6 +111,18 @@ TEST(Stops, NumSpeculativeTokensIsCheckedAgainstTheBlockSize) {
   EXPECT_THROW(Engine(*shipped().target, nullptr, c), Error);  // drafting needs a drafter
   Engine ok(*shipped().target, &drafter, c);
   EXPECT_EQ(ok.num_speculative_tokens(), 3);
+}
+
+TEST(Stops, TargetTapsOnlyWithADrafter) {
+  auto& target = *shipped().target;
+  EngineConfig c;
+  c.num_kv_blocks = 64;
+  {
+    Engine with(target, &shipped().drafter("drafter-swa"), c);
+    EXPECT_EQ(target.tap_layers(), shipped().drafter("drafter-swa").config().target_layer_ids);
+  }
+  Engine plain(target, nullptr, c);
+  EXPECT_TRUE(target.tap_layers().empty());
 }
 
 }  // namespace

@@ -3,11 +3,11 @@
 // fewer drafts. An off-by-one in the tap path would not crash, only lower tau
 // (DFLASH.md §2), so this is how it shows. Greedy output stays lossless either way.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 
 #include "shipped_models.h"
 
