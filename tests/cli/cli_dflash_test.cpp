@@ -98,6 +98,20 @@ TEST(CliDFlash, BadDrafterFlagsAreOneLineUsageErrors) {
   }
 }
 
+TEST(CliDFlash, FillsTheContextThenStopsLikePlainDecoding) {
+  // The target holds 2048 positions; the verify rows of the last steps reach past it.
+  std::vector<int32_t> ids(2040);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(100 + (i * 37) % 5000);
+  const std::string json = nlohmann::json(ids).dump();
+  Ran plain = generate({"--prompt-ids", json, "--temperature", "0", "--max-tokens", "100", "--ignore-eos"});
+  Ran spec = generate(
+      {"--prompt-ids", json, "--temperature", "0", "--max-tokens", "100", "--ignore-eos", "--draft-model", kSwa});
+  ASSERT_EQ(spec.exit_code, 0) << spec.err;
+  EXPECT_EQ(spec.out, plain.out);
+  EXPECT_EQ(generated_tokens(spec), 8);
+  EXPECT_NE(spec.err_lines().back().find("stop: context_full"), std::string::npos) << spec.err;
+}
+
 std::string write_prompts(const std::vector<std::string>& prompts) {
   const std::string path = scratch_dir() + "/prompts.jsonl";
   std::ofstream f(path);
