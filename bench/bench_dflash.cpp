@@ -4,6 +4,7 @@
 //
 //   build/bench/bench_dflash [--models DIR] [--prompts FILE] [--limit N]
 //                            [--max-tokens N] [--concurrency 1,8]
+//                            [--num-speculative-tokens K]  (default: block_size - 1)
 #include <fmt/format.h>
 
 #include <chrono>
@@ -50,7 +51,7 @@ std::vector<int64_t> parse_list(const std::string& s) {
 int main(int argc, char** argv) {
   std::string models = FD_SOURCE_DIR "/models";
   std::string prompts_file = FD_SOURCE_DIR "/tests/fixtures/engine/humaneval.jsonl";
-  int64_t limit = 0, max_tokens = 128;
+  int64_t limit = 0, max_tokens = 128, k = -1;
   std::vector<int64_t> concurrency = {1, 8};
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i], value = argv[i + 1];
@@ -62,6 +63,8 @@ int main(int argc, char** argv) {
       limit = std::stoll(value);
     else if (flag == "--max-tokens")
       max_tokens = std::stoll(value);
+    else if (flag == "--num-speculative-tokens")
+      k = std::stoll(value);
     else if (flag == "--concurrency")
       concurrency = parse_list(value);
     else {
@@ -95,6 +98,7 @@ int main(int argc, char** argv) {
         model::DFlashDrafter* d = std::strcmp(method, "plain") == 0 ? nullptr : drafters[method].get();
         engine::EngineConfig cfg;
         cfg.max_running = c;
+        if (d) cfg.num_speculative_tokens = k;
         cfg.num_kv_blocks = c * static_cast<int64_t>((longest + max_tokens + 32) / 16 + 1);
         cfg.eos_token_ids = eos;
         engine::Engine eng(*target, d, cfg);
