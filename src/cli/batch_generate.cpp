@@ -98,12 +98,12 @@ void run_batch(const GenerateOptions& o, const SamplingFlags& flags, const Specu
     if (models.drafter) line += fmt::format(", tau {:.2f}", r.spec.tau());
     fmt::print("{}\n", line);
     if (out) {
-      nlohmann::json j = {{"task_id", job.entry.name},
-                          {"prompt", job.entry.prompt},
-                          {"completion", job.text},
-                          {"prompt_tokens", r.prompt_tokens},
-                          {"generated_tokens", r.tokens.size()},
-                          {"stop", engine::stop_reason_name(r.reason)}};
+      nlohmann::ordered_json j = {{"task_id", job.entry.name},
+                                  {"prompt", job.entry.prompt},
+                                  {"completion", job.text},
+                                  {"prompt_tokens", r.prompt_tokens},
+                                  {"generated_tokens", r.tokens.size()},
+                                  {"stop", engine::stop_reason_name(r.reason)}};
       if (models.drafter) j["tau"] = r.spec.tau();
       out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
     }

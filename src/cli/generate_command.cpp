@@ -172,7 +172,8 @@ CLI::App* add_generate_command(CLI::App& app, GenerateOptions& o) {
                 "Keep generating past end-of-sequence tokens, up to --max-tokens (default: off)");
   o.draft_model_option =
       cmd->add_option("--draft-model", o.draft_model,
-                      "DFlash drafter directory: speculative decoding, same output as without (default: none)")
+                      "DFlash drafter directory: speculative decoding; greedy output is token-identical to plain "
+                      "decoding, sampled output has the same distribution (default: none)")
           ->type_name("DIR");
   o.num_speculative_tokens_option =
       cmd->add_option("--num-speculative-tokens", o.num_speculative_tokens,
