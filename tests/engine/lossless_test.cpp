@@ -117,6 +117,8 @@ TEST_P(LosslessDrafter, PreemptedByATinyKVPool) {
   c.num_kv_blocks = 48;
   c.num_speculative_tokens = 7;
   auto r = run_all(&shipped().drafter(GetParam()), c, humaneval_prompts(), greedy(kNewTokens));
+  std::printf("%s, tiny KV pool: %lld preemptions, %s\n", GetParam(), static_cast<long long>(r.preemptions),
+              r.stats.summary().c_str());
   EXPECT_GT(r.preemptions, 10);
   expect_identical(r.tokens, std::string(GetParam()) + ", tiny KV pool");
 }
