@@ -92,7 +92,9 @@ TEST(CliDFlash, BadDrafterFlagsAreOneLineUsageErrors) {
     Ran r = generate(args);
     EXPECT_EQ(r.exit_code, 2) << c.needle << ": " << r.err;
     ASSERT_FALSE(r.err_lines().empty());
-    if (c.before_loading) EXPECT_EQ(r.err_lines().size(), 1u) << r.err;
+    if (c.before_loading) {
+      EXPECT_EQ(r.err_lines().size(), 1u) << r.err;
+    }
     EXPECT_NE(r.err_lines().back().find(c.needle), std::string::npos) << r.err;
     EXPECT_EQ(r.out, "");
   }
