@@ -16,7 +16,7 @@
 #include "cli/text_stream.h"
 #include "cli/token_ids_json.h"
 #include "core/error.h"
-#include "engine/generator.h"
+#include "engine/generation_result.h"
 #include "engine/llm_engine.h"
 #include "io/generation_config.h"
 #include "io/model_config.h"

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "engine/block_manager.h"
-#include "engine/generator.h"
+#include "engine/generation_result.h"
 #include "engine/model_runner.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"

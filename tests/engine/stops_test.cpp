@@ -86,6 +86,34 @@ TEST(Stops, TruncateExactlyInsideAcceptedRuns) {
   EXPECT_GT(inside_runs, kTokens / 3);
 }
 
+TEST(Stops, EosEndsTheRequestUnlessIgnored) {
+  // The model's own EOS ids (EngineConfig::eos_token_ids) end a request at the
+  // first one emitted, and that id is the last token; ignore_eos runs on to
+  // max_tokens. Use the uncut run's 5th token as a stand-in EOS id.
+  const auto& prompt = humaneval_prompts()[3].ids;
+  auto& drafter = shipped().drafter("drafter-full");
+  const Outcome full = run_one(&drafter, prompt, greedy(kTokens));
+  const int32_t eos = full.tokens[4];
+  const auto first = std::find(full.tokens.begin(), full.tokens.end(), eos);
+  const std::vector<int32_t> want(full.tokens.begin(), first + 1);
+
+  EngineConfig c;
+  c.num_kv_blocks = 64;
+  c.eos_token_ids = {eos};
+  for (model::DFlashDrafter* d : {static_cast<model::DFlashDrafter*>(nullptr), &drafter}) {
+    Engine engine(*shipped().target, d, c);
+    const RequestId stopped = engine.add(prompt, greedy(kTokens));
+    SamplingParams ignore = greedy(kTokens);
+    ignore.ignore_eos = true;
+    const RequestId ignored = engine.add(prompt, ignore);
+    while (engine.has_work()) engine.step();
+    EXPECT_EQ(engine.result(stopped).tokens, want) << (d ? "dflash" : "plain");
+    EXPECT_EQ(engine.result(stopped).reason, StopReason::kEos);
+    EXPECT_EQ(engine.result(ignored).tokens, full.tokens) << (d ? "dflash" : "plain");
+    EXPECT_EQ(engine.result(ignored).reason, StopReason::kMaxTokens);
+  }
+}
+
 TEST(Stops, EmptyPromptAndFullContextAreErrors) {
   EngineConfig c;
   c.num_kv_blocks = 64;
