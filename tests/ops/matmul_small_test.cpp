@@ -15,6 +15,7 @@ namespace flashdraft::ops {
 namespace {
 
 using testing::max_rel_error;
+using testing::naive_matmul_wt;
 using testing::random_floats;
 
 using Kernel = void (*)(const float*, const float*, const float*, float*, int64_t, int64_t, int64_t);
@@ -35,18 +36,6 @@ std::vector<NamedKernel> kernels() {
                                  int64_t out) { cpu::detail::matmul_small_avx2(x, w, b, y, n, in, out, out); }});
 #endif
   return ks;
-}
-
-std::vector<double> reference(const std::vector<float>& x, const std::vector<float>& w, const float* bias, int64_t n,
-                              int64_t in, int64_t out) {
-  std::vector<double> y(n * out);
-  for (int64_t r = 0; r < n; ++r)
-    for (int64_t o = 0; o < out; ++o) {
-      double acc = bias ? bias[o] : 0.0;
-      for (int64_t i = 0; i < in; ++i) acc += static_cast<double>(x[r * in + i]) * w[o * in + i];
-      y[r * out + o] = acc;
-    }
-  return y;
 }
 
 struct Shape {
@@ -94,10 +83,10 @@ TEST_P(MatmulSmall, MatchesDoubleReference) {
     for (const auto& k : kernels()) {
       std::vector<float> y(n * out, 123.0f);  // garbage: must be overwritten, not accumulated into
       k.fn(x.data(), w.data(), nullptr, y.data(), n, in, out);
-      EXPECT_LT(max_rel_error(y, reference(x, w, nullptr, n, in, out)), 1e-5) << k.name << " n=" << n;
+      EXPECT_LT(max_rel_error(y, naive_matmul_wt(x, w, nullptr, n, in, out)), 1e-5) << k.name << " n=" << n;
       std::fill(y.begin(), y.end(), 123.0f);
       k.fn(x.data(), w.data(), b.data(), y.data(), n, in, out);
-      EXPECT_LT(max_rel_error(y, reference(x, w, b.data(), n, in, out)), 1e-5) << k.name << " n=" << n << " bias";
+      EXPECT_LT(max_rel_error(y, naive_matmul_wt(x, w, b.data(), n, in, out)), 1e-5) << k.name << " n=" << n << " bias";
     }
   }
 }

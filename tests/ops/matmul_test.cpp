@@ -7,19 +7,8 @@ namespace flashdraft::ops {
 namespace {
 
 using testing::max_rel_error;
+using testing::naive_matmul_wt;
 using testing::random_floats;
-
-std::vector<double> naive_matmul_wt(const std::vector<float>& x, const std::vector<float>& w,
-                                    const float* bias, int64_t n, int64_t in, int64_t out) {
-  std::vector<double> y(n * out);
-  for (int64_t r = 0; r < n; ++r)
-    for (int64_t o = 0; o < out; ++o) {
-      double acc = bias ? bias[o] : 0.0;
-      for (int64_t i = 0; i < in; ++i) acc += static_cast<double>(x[r * in + i]) * w[o * in + i];
-      y[r * out + o] = acc;
-    }
-  return y;
-}
 
 struct Shape {
   int64_t n, in, out;

@@ -26,4 +26,17 @@ inline double max_rel_error(const std::vector<float>& got, const std::vector<dou
   return max_diff / max_ref;
 }
 
+// y[n, out] = x[n, in] · w[out, in]^T (+ bias), in double: the reference for matmul_wt.
+inline std::vector<double> naive_matmul_wt(const std::vector<float>& x, const std::vector<float>& w, const float* bias,
+                                           int64_t n, int64_t in, int64_t out) {
+  std::vector<double> y(static_cast<size_t>(n * out));
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t o = 0; o < out; ++o) {
+      double acc = bias ? bias[o] : 0.0;
+      for (int64_t i = 0; i < in; ++i) acc += static_cast<double>(x[r * in + i]) * w[o * in + i];
+      y[r * out + o] = acc;
+    }
+  return y;
+}
+
 }  // namespace flashdraft::ops::testing
