@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "io/tensor_view.h"
+#include "model/activation_buffers.h"
 #include "ops/ops.h"
 
 namespace flashdraft::model {
@@ -155,19 +156,16 @@ void DFlashDrafter::check_pool(const BatchContext& batch, const KVPool& pool, in
 
 void DFlashDrafter::grow(int64_t n) {
   const auto& m = cfg_.model;
-  const auto fit = [n](std::vector<float>& v, int64_t width) {
-    if (v.size() < static_cast<size_t>(n * width)) v.resize(static_cast<size_t>(n * width));
-  };
   const int64_t q_dim = m.num_attention_heads * m.head_dim, kv_dim = m.num_key_value_heads * m.head_dim;
-  fit(x_, m.hidden_size);
-  fit(xn_, m.hidden_size);
-  fit(proj_, m.hidden_size);
-  fit(q_, q_dim);
-  fit(attn_, q_dim);
-  fit(kb_, kv_dim);
-  fit(vb_, kv_dim);
-  fit(gate_, m.intermediate_size);
-  fit(up_, m.intermediate_size);
+  grow_rows(x_, n, m.hidden_size);
+  grow_rows(xn_, n, m.hidden_size);
+  grow_rows(proj_, n, m.hidden_size);
+  grow_rows(q_, n, q_dim);
+  grow_rows(attn_, n, q_dim);
+  grow_rows(kb_, n, kv_dim);
+  grow_rows(vb_, n, kv_dim);
+  grow_rows(gate_, n, m.intermediate_size);
+  grow_rows(up_, n, m.intermediate_size);
   ids_.resize(static_cast<size_t>(n));
   positions_.resize(static_cast<size_t>(n));
 }

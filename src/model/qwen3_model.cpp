@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "model/activation_buffers.h"
 #include "ops/ops.h"
 
 namespace flashdraft::model {
@@ -61,20 +62,17 @@ void Qwen3Model::set_tap_layers(std::vector<int64_t> layer_ids) {
 }
 
 void Qwen3Model::ensure_buffers(int64_t n) {
-  const auto grow = [n](std::vector<float>& v, int64_t width) {
-    if (v.size() < static_cast<size_t>(n * width)) v.resize(static_cast<size_t>(n * width));
-  };
   const int64_t q_dim = cfg_.num_attention_heads * cfg_.head_dim;
   const int64_t kv_dim = cfg_.num_key_value_heads * cfg_.head_dim;
-  grow(x_, cfg_.hidden_size);
-  grow(xn_, cfg_.hidden_size);
-  grow(proj_, cfg_.hidden_size);
-  grow(q_, q_dim);
-  grow(k_, kv_dim);
-  grow(v_, kv_dim);
-  grow(attn_, q_dim);
-  grow(gate_, cfg_.intermediate_size);
-  grow(up_, cfg_.intermediate_size);
+  grow_rows(x_, n, cfg_.hidden_size);
+  grow_rows(xn_, n, cfg_.hidden_size);
+  grow_rows(proj_, n, cfg_.hidden_size);
+  grow_rows(q_, n, q_dim);
+  grow_rows(k_, n, kv_dim);
+  grow_rows(v_, n, kv_dim);
+  grow_rows(attn_, n, q_dim);
+  grow_rows(gate_, n, cfg_.intermediate_size);
+  grow_rows(up_, n, cfg_.intermediate_size);
   if (positions_.size() < static_cast<size_t>(n)) positions_.resize(static_cast<size_t>(n));
 }
 
