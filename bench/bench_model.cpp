@@ -23,6 +23,7 @@
 #include "io/checkpoint.h"
 #include "io/model_config.h"
 #include "model/qwen3_model.h"
+#include "ops/ops.h"
 
 namespace {
 
@@ -48,7 +49,7 @@ constexpr int64_t kBlock = 16;
 void run_step(benchmark::State& state, int64_t seqs, int64_t rows, int64_t context, bool all_logits) {
   auto& m = target();
   const int64_t len = context + rows, blocks_per_seq = (len + kBlock - 1) / kBlock;
-  model::KVPool pool(seqs * blocks_per_seq, kBlock, m.kv_layers());
+  model::KVPool pool(m.backend(), seqs * blocks_per_seq, kBlock, m.kv_layers());
   // Interleaved block ids, as a busy engine hands them out.
   std::vector<std::vector<int32_t>> tables(static_cast<size_t>(seqs));
   for (int64_t b = 0; b < blocks_per_seq; ++b)
@@ -97,8 +98,8 @@ void PagedAttention(benchmark::State& state) {
   std::vector<ops::cpu::PagedSeq> batch;
   for (int64_t s = 0; s < seqs; ++s) batch.push_back({s * rows, rows, context, table.data() + s * per_seq});
   for (auto _ : state) {
-    ops::cpu::paged_attention(q.data(), k.data(), v.data(), out.data(), batch.data(), seqs, kBlock, nh, nkv, hd,
-                              0.125f);
+    ops::cpu::paged_attention(q.data(), nh * hd, k.data(), v.data(), out.data(), nh * hd, batch.data(), seqs, kBlock, nh,
+                              nkv, hd, 0.125f, /*causal=*/true, /*window=*/0);
     benchmark::DoNotOptimize(out.data());
   }
   state.counters["rows/s"] =

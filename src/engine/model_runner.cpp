@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "engine/sampler.h"
+#include "model/activation_buffers.h"
 
 namespace flashdraft::engine {
 namespace {
@@ -26,7 +27,7 @@ ModelRunner::ModelRunner(model::Qwen3Model& target, model::DFlashDrafter* drafte
       drafter_(drafter),
       vocab_(target.config().vocab_size),
       target_layers_(static_cast<int64_t>(target.kv_layers().size())),
-      pool_(std::make_unique<model::KVPool>(num_blocks, block_size, pool_layers(target, drafter))) {
+      pool_(std::make_unique<model::KVPool>(target.backend(), num_blocks, block_size, pool_layers(target, drafter))) {
   // Taps cost a copy per tapped layer and row: only when someone reads them.
   target_.set_tap_layers(drafter ? drafter->config().target_layer_ids : std::vector<int64_t>{});
 }
@@ -53,17 +54,14 @@ void ModelRunner::run(const StepPlan& plan, const BlockManager& blocks) {
       row += e.rows;
     }
     if (!anchors_.empty()) {
-      drafter_->draft(anchors_, blocks_ctx, *pool_, target_layers_, draft_logits_);
+      drafter_->draft_tokens(anchors_, blocks_ctx, *pool_, target_layers_, drafts_);
       int64_t drow = 0;
       for (size_t i = 0; i < n; ++i) {
         const ScheduledRequest& e = plan.entries[i];
         if (e.kind != ScheduledRequest::Kind::Decode || e.rows < 2) continue;
-        draft_begin_[i] = static_cast<int64_t>(drafts_.size());
+        draft_begin_[i] = drow;
         draft_count_[i] = e.rows - 1;
-        for (int64_t r = 0; r < e.rows - 1; ++r, ++drow) {
-          const float* p = draft_logits_.data() + drow * vocab_;
-          drafts_.push_back(argmax(std::span<const float>(p, static_cast<size_t>(vocab_))));
-        }
+        drow += e.rows - 1;
       }
     }
   }
@@ -110,21 +108,24 @@ std::span<const int32_t> ModelRunner::drafts(size_t entry) const {
 
 void ModelRunner::write_context(const StepPlan& plan, std::span<const int64_t> keep, const BlockManager& blocks) {
   if (!drafter_) return;
-  const auto& taps = target_.taps();
-  const int64_t width = static_cast<int64_t>(drafter_->config().target_layer_ids.size()) * target_.config().hidden_size;
+  ops::Backend& be = target_.backend();
   model::BatchContext ctx;
-  ctx_taps_.clear();
-  int64_t row = 0;
+  tap_rows_.clear();
   for (size_t i = 0; i < plan.entries.size(); ++i) {
     const ScheduledRequest& e = plan.entries[i];
     if (keep[i] <= 0) continue;
-    const float* src = taps.data() + row_begin_[i] * width;
-    ctx_taps_.insert(ctx_taps_.end(), src, src + keep[i] * width);
-    ctx.seqs.push_back({row, keep[i], e.pos0, blocks.table(e.request->id), false});
-    row += keep[i];
+    ctx.seqs.push_back({static_cast<int64_t>(tap_rows_.size()), keep[i], e.pos0, blocks.table(e.request->id), false});
+    for (int64_t r = 0; r < keep[i]; ++r) tap_rows_.push_back(static_cast<int32_t>(row_begin_[i] + r));
   }
   if (ctx.seqs.empty()) return;
-  drafter_->write_context(ctx_taps_.data(), ctx, *pool_, target_layers_);
+  // The kept rows' taps, gathered on the backend: they never visit the host.
+  const ops::Tensor& taps = target_.taps_tensor();
+  const auto m = static_cast<int64_t>(tap_rows_.size());
+  const ops::Tensor rows = model::grow_tensor(be, tap_row_ids_, ops::DType::I32, m, 1);
+  be.upload(rows, tap_rows_.data(), ops::DType::I32);
+  const ops::Tensor kept = model::grow_tensor(be, ctx_taps_, taps.dtype, m, taps.cols);
+  be.gather_rows(taps, rows.as<int32_t>(), kept);
+  drafter_->write_context(kept, ctx, *pool_, target_layers_);
 }
 
 }  // namespace flashdraft::engine

@@ -52,8 +52,9 @@ class ModelRunner {
   int64_t vocab_, target_layers_;
   std::unique_ptr<model::KVPool> pool_;
 
-  std::vector<int32_t> tokens_, anchors_, drafts_;
-  std::vector<float> logits_, draft_logits_, ctx_taps_;
+  std::vector<int32_t> tokens_, anchors_, drafts_, tap_rows_;
+  std::vector<float> logits_;
+  ops::OwnedTensor tap_row_ids_, ctx_taps_;
   std::vector<int64_t> logit_begin_, logit_count_, draft_begin_, draft_count_, row_begin_;
 };
 

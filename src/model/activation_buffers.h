@@ -1,15 +1,23 @@
 #pragma once
-// Activation buffers are kept across forwards and only ever grow, so steady
+// Output buffers are kept across forwards and only ever grow, so steady
 // decoding allocates nothing.
+#include <algorithm>
 #include <cstdint>
-#include <vector>
+
+#include "ops/backend.h"
 
 namespace flashdraft::model {
 
-// Makes v hold at least rows x width floats (contents are not kept meaningful).
-inline void grow_rows(std::vector<float>& v, int64_t rows, int64_t width) {
-  const auto need = static_cast<size_t>(rows * width);
-  if (v.size() < need) v.resize(need);
+// Makes t hold at least rows x cols of dtype (contents are not kept) and
+// returns the view of exactly rows x cols at its start.
+inline ops::Tensor grow_tensor(ops::Backend& backend, ops::OwnedTensor& t, ops::DType dtype, int64_t rows,
+                               int64_t cols) {
+  const auto need = static_cast<size_t>(rows * cols) * ops::dtype_size(dtype);
+  if (t.buffer.bytes() < need || t.t.cols != cols || t.t.dtype != dtype) {
+    const int64_t cap_rows = std::max<int64_t>(rows, t.t.cols == cols ? 2 * t.t.rows : rows);
+    t = backend.alloc_tensor(dtype, std::max<int64_t>(cap_rows, 1), cols);
+  }
+  return t.buffer.view(dtype, rows, cols);
 }
 
 }  // namespace flashdraft::model

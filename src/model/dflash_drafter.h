@@ -1,12 +1,15 @@
 #pragma once
-// The DFlash block-diffusion drafter on the CPU ops (DFLASH.md section 3).
-// It has no embedding and no lm_head of its own: it borrows the target's.
+// The DFlash block-diffusion drafter (DFLASH.md section 3) over the backend
+// seam. It has no embedding and no lm_head of its own: it borrows the
+// target's, and runs on the target's backend.
 //
-// Its KV cache holds only context (features of tokens the target committed):
-// write_context computes K/V for such rows once, for all layers, into the
-// drafter's layers of the shared KVPool at the request's slots. draft() runs
-// the block [anchor, MASK ...] over that context; the block's own K/V are
-// temporary and never stored, so rejected drafts need no rollback.
+// Its KV cache holds context (features of tokens the target committed):
+// write_context computes K/V for such rows once, for all layers in one GEMM,
+// into the drafter's layers of the shared KVPool at the request's slots.
+// draft() runs the block [anchor, MASK ...] through the shared decoder layer:
+// the block's own K/V go to the request's next slots (already reserved for
+// the verify rows), where the next write_context overwrites them with
+// committed context, so rejected drafts need no rollback.
 //
 // Model code only: the engine decides which rows and blocks run when.
 // Not thread-safe: calls reuse the activation buffers.
@@ -19,10 +22,11 @@
 #include "io/checkpoint.h"
 #include "io/model_config.h"
 #include "model/batch.h"
+#include "model/decoder_layer.h"
 #include "model/dflash_config.h"
 #include "model/kv_pool.h"
 #include "model/qwen3_model.h"
-#include "model/qwen3_weights.h"
+#include "model/step_inputs.h"
 
 namespace flashdraft::model {
 
@@ -38,58 +42,63 @@ class DFlashDrafter {
   // The same from a directory.
   static std::unique_ptr<DFlashDrafter> load(const std::filesystem::path& dir, const Qwen3Model& target,
                                              const LoadProgress& progress = {});
+  // Random weights with the config's shapes (--load-format dummy).
+  static std::unique_ptr<DFlashDrafter> load_dummy(const std::filesystem::path& dir, const Qwen3Model& target,
+                                                   uint64_t seed = 2);
 
   const DFlashConfig& config() const { return cfg_; }
   // The pool layers the drafter uses, one per drafter layer, in order.
   std::vector<KVLayerShape> kv_layers() const;
 
   // Context K/V for rows of committed tokens. taps: [rows.total_rows(),
-  // K * target hidden] (the target's taps of those rows, in batch row order);
-  // seq s's rows are positions pos0 .. pos0 + n_rows - 1 and go to its slots
-  // in pool layers [layer_offset, layer_offset + num layers).
+  // K * target hidden] in backend memory (the target's taps of those rows, in
+  // batch row order); seq s's rows are positions pos0 .. pos0 + n_rows - 1
+  // and go to its slots in pool layers [layer_offset, layer_offset + layers).
+  void write_context(const ops::Tensor& taps, const BatchContext& rows, KVPool& pool, int64_t layer_offset);
+  // The same from host memory (tests, tools).
   void write_context(const float* taps, const BatchContext& rows, KVPool& pool, int64_t layer_offset);
 
   // One block per seq: rows [anchors[s], MASK x (n_rows - 1)] at positions
   // pos0 .. pos0 + n_rows - 1, 1 <= n_rows <= block_size, attending to the
-  // context at positions < pos0 already in the pool (all_logits is ignored).
-  // logits: [sum over seqs of (n_rows - 1), vocab], block rows 1.. of each
-  // seq in order (row i predicts position pos0 + i), soft-capped if the
-  // config says so.
+  // context at positions < pos0 already in the pool; the block tables must
+  // cover the block's positions too (its K/V are stored there). all_logits
+  // is ignored. Results stay in backend memory: draft_logits() is [sum over
+  // seqs of (n_rows - 1), vocab] f32, block rows 1.. of each seq in order
+  // (row i predicts position pos0 + i), soft-capped if the config says so.
+  void run(std::span<const int32_t> anchors, const BatchContext& blocks, KVPool& pool, int64_t layer_offset);
+  const ops::Tensor& draft_logits() const { return logits_view_; }
+  // run(), then the logits downloaded / only their argmax (the drafts) downloaded.
   void draft(std::span<const int32_t> anchors, const BatchContext& blocks, KVPool& pool, int64_t layer_offset,
              std::vector<float>& logits);
+  void draft_tokens(std::span<const int32_t> anchors, const BatchContext& blocks, KVPool& pool, int64_t layer_offset,
+                    std::vector<int32_t>& tokens);
 
   // For tests and tools: one request whose context is taps [n_ctx, K * H]
-  // at positions 0 .. n_ctx - 1, block of `block_len` rows at n_ctx, in a
-  // private pool. logits: [block_len - 1, vocab].
+  // (host) at positions 0 .. n_ctx - 1, block of `block_len` rows at n_ctx,
+  // in a private pool. logits: [block_len - 1, vocab].
   void draft_contiguous(const float* taps, int64_t n_ctx, int32_t anchor, int64_t block_len,
                         std::vector<float>& logits);
 
  private:
-  struct Layer {
-    std::vector<float> input_layernorm, post_attention_layernorm;
-    std::vector<float> q_proj, k_proj, v_proj, o_proj, q_norm, k_norm;
-    std::vector<float> gate_proj, up_proj, down_proj;
-  };
-
   DFlashDrafter(DFlashConfig cfg, const Qwen3Model& target);
-  void load_weights(const io::Checkpoint& ckpt, const LoadProgress& progress);
-  void check_pool(const BatchContext& batch, const KVPool& pool, int64_t layer_offset, bool writes_rows,
-                  const char* what) const;
-  void attention_block(int64_t layer, const BatchContext& blocks, const KVPool& pool, int64_t layer_offset, int64_t n);
-  void mlp_block(int64_t layer, int64_t n);
-  void grow(int64_t n);
+  void declare(WeightLoader& loader);
+  void check_pool(const BatchContext& batch, const KVPool& pool, int64_t layer_offset, const char* what) const;
 
   DFlashConfig cfg_;
   const Qwen3Model& target_;
-  std::vector<float> fc_, hidden_norm_, norm_;
-  std::vector<Layer> layers_;
-  std::vector<float> kv_fused_;  // every layer's k_proj then v_proj rows, stacked: [L * 2 * kv_dim, H]
-  std::vector<float> inv_freq_;
+  ops::Backend& backend_;
+  LayerGeometry geo_;
+  ops::OwnedTensor fc_, hidden_norm_, norm_;
+  std::vector<DecoderLayerWeights> layers_;
+  ops::OwnedTensor kv_fused_;  // every layer's k_proj then v_proj rows, stacked: [L * 2 * kv_dim, H]
+  ops::OwnedTensor inv_freq_;
+  ops::Rope rope_;
 
-  // Activations, grown to the largest batch seen.
-  std::vector<float> x_, xn_, q_, kb_, vb_, attn_, proj_, gate_, up_, ctx_, kv_, logits_rows_;
+  Activations acts_;
+  StepInputs inputs_;
   std::vector<int32_t> ids_;
-  std::vector<int64_t> positions_;
+  ops::OwnedTensor ctx_, kv_, selected_, logits_, tokens_, host_taps_;
+  ops::Tensor logits_view_;
 };
 
 }  // namespace flashdraft::model

@@ -1,32 +1,41 @@
 #include "model/kv_cache.h"
 
+#include <numeric>
 #include <string>
 
 #include "core/error.h"
 
 namespace flashdraft::model {
 
-KVCache::KVCache(int64_t num_layers, int64_t kv_dim)
-    : kv_dim_(kv_dim), k_(static_cast<size_t>(num_layers)), v_(static_cast<size_t>(num_layers)) {}
+KVCache::KVCache(ops::Backend& backend, std::vector<KVLayerShape> layers)
+    : backend_(backend), layers_(std::move(layers)) {}
 
 void KVCache::truncate(int64_t n) {
   if (n < 0 || n > length_)
-    throw Error("KV cache: cannot truncate to " + std::to_string(n) + " tokens, it holds " +
-                std::to_string(length_));
+    throw Error("KV cache: cannot truncate to " + std::to_string(n) + " tokens, it holds " + std::to_string(length_));
   length_ = n;
 }
 
 void KVCache::reserve_append(int64_t n) {
-  const size_t need = static_cast<size_t>((length_ + n) * kv_dim_);
-  // std::vector grows geometrically, so token-by-token decoding stays amortised O(1).
-  for (auto& k : k_)
-    if (k.size() < need) k.resize(need);
-  for (auto& v : v_)
-    if (v.size() < need) v.resize(need);
+  reserved_ = length_ + n;
+  const int64_t need = (length_ + n + kBlock - 1) / kBlock;
+  const int64_t have = pool_ ? pool_->num_blocks() : 0;
+  if (need <= have) return;
+  // Geometric growth keeps token-by-token decoding amortised O(1); the
+  // committed rows move to the new pool.
+  auto grown = std::make_unique<KVPool>(backend_, std::max(need, 2 * have), kBlock, layers_);
+  if (pool_ && length_ > 0)
+    for (int64_t l = 0; l < num_layers(); ++l) {
+      backend_.copy(pool_->k(l).row_slice(0, length_), grown->k(l).row_slice(0, length_));
+      backend_.copy(pool_->v(l).row_slice(0, length_), grown->v(l).row_slice(0, length_));
+    }
+  pool_ = std::move(grown);
+  table_.resize(static_cast<size_t>(pool_->num_blocks()));
+  std::iota(table_.begin(), table_.end(), 0);
 }
 
 void KVCache::commit(int64_t n) {
-  if (!k_.empty() && static_cast<size_t>((length_ + n) * kv_dim_) > k_[0].size())
+  if (n < 0 || length_ + n > reserved_)
     throw Error("KV cache: commit of " + std::to_string(n) + " tokens without reserve_append");
   length_ += n;
 }

@@ -1,38 +1,44 @@
 #pragma once
-// A simple per-request KV cache: for every layer, K and V rows of all tokens
-// so far, contiguous, [tokens, kv_heads, head_dim]. It grows as tokens are
-// appended. (The paged cache of the serving engine replaces it later.)
+// One request's KV cache for the simple contiguous API (Qwen3Model::forward:
+// the CLI's plain path, tests): a KVPool whose block table is the identity,
+// so position p is slot p. It grows as tokens are appended.
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <vector>
+
+#include "model/kv_pool.h"
 
 namespace flashdraft::model {
 
 class KVCache {
  public:
-  KVCache() = default;
-  KVCache(int64_t num_layers, int64_t kv_dim);  // kv_dim = kv_heads * head_dim
+  KVCache(ops::Backend& backend, std::vector<KVLayerShape> layers);
 
   int64_t length() const { return length_; }
-  int64_t num_layers() const { return static_cast<int64_t>(k_.size()); }
-  int64_t kv_dim() const { return kv_dim_; }
+  int64_t num_layers() const { return static_cast<int64_t>(layers_.size()); }
+  const std::vector<KVLayerShape>& layers() const { return layers_; }
   void clear() { truncate(0); }
   // Forgets tokens n..length-1 (rejected speculative tokens, say). Throws if n > length().
   void truncate(int64_t n);
 
-  // Makes room for `n` tokens past length() in every layer. Rows written
-  // there become part of the cache only on commit(n).
+  // Makes room for `n` tokens past length() in every layer (keeping what is
+  // there). Rows written there become part of the cache only on commit(n).
   void reserve_append(int64_t n);
   void commit(int64_t n);
 
-  float* k(int64_t layer) { return k_[layer].data(); }
-  float* v(int64_t layer) { return v_[layer].data(); }
-  const float* k(int64_t layer) const { return k_[layer].data(); }
-  const float* v(int64_t layer) const { return v_[layer].data(); }
+  KVPool& pool() { return *pool_; }
+  // Covers every reserved position.
+  std::span<const int32_t> block_table() const { return table_; }
 
  private:
-  int64_t kv_dim_ = 0;
+  static constexpr int64_t kBlock = 16;
+  ops::Backend& backend_;
+  std::vector<KVLayerShape> layers_;
+  std::unique_ptr<KVPool> pool_;
+  std::vector<int32_t> table_;
   int64_t length_ = 0;
-  std::vector<std::vector<float>> k_, v_;
+  int64_t reserved_ = 0;  // positions reserve_append made room for
 };
 
 }  // namespace flashdraft::model

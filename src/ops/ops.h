@@ -34,15 +34,6 @@ void rope_inv_freq(double theta, int64_t head_dim, float* inv_freq);
 void rope_neox(float* x, const int64_t* positions, const float* inv_freq, int64_t rows,
                int64_t heads, int64_t head_dim);
 
-// Grouped-query attention. q: [nq, n_heads, head_dim]; k, v: [nkv, n_kv_heads,
-// head_dim]; out: [nq, n_heads, head_dim]. Query head h reads kv head
-// h / (n_heads / n_kv_heads). Query i sits at position q_pos0 + i and key j at
-// position j; with causal, key j is visible to query i iff j <= q_pos0 + i.
-// Scores are scaled by `scale` (1/sqrt(head_dim) for Qwen3).
-void attention(const float* q, const float* k, const float* v, float* out, int64_t nq, int64_t nkv,
-               int64_t q_pos0, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float scale,
-               bool causal);
-
 // out[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + exp(-x)). out may equal gate or up.
 void silu_glu(const float* gate, const float* up, float* out, int64_t n);
 
@@ -75,28 +66,16 @@ struct PagedSeq {
   const int32_t* block_table = nullptr;
 };
 
-// Causal grouped-query attention of every request of a batch over one paged
-// KV layer: query row i of a request sees that request's keys at positions
-// 0 .. pos0 + i and nothing else, so slots past that (rejected speculative
-// rows, other requests) never leak in. q, out: [rows, n_heads, head_dim];
+// Grouped-query attention of every request of a batch over one paged KV
+// layer. Query row i of a request sits at position p = pos0 + i and sees that
+// request's keys j with j < pos0 + n_rows, (!causal || j <= p) and
+// (window == 0 || j > p - window) (see ops::AttentionMask); nothing else, so
+// slots past that (rejected speculative rows, other requests) never leak in.
+// q, out: rows q_ld / out_ld floats apart, heads of head_dim inside a row;
 // k_pool, v_pool: [slots, n_kv_heads, head_dim]. The caller guarantees that
 // the block tables cover every position read (not re-checked: hot path).
-void paged_attention(const float* q, const float* k_pool, const float* v_pool, float* out,
-                     const PagedSeq* seqs, int64_t n_seqs, int64_t block_size, int64_t n_heads,
-                     int64_t n_kv_heads, int64_t head_dim, float scale);
-
-// DFlash drafter attention for one request's block (DFLASH.md section 3).
-// q: [nb, n_heads, head_dim], the block rows at positions pos0 .. pos0 + nb - 1.
-// Keys are the request's context at positions [0, pos0), read from a paged
-// layer (k_pool, v_pool: [slots, n_kv_heads, head_dim]; position c sits in
-// slot block_table[c / block_size] * block_size + c % block_size), followed by
-// the block's own kb, vb: [nb, n_kv_heads, head_dim]. Query i (position
-// p = pos0 + i) sees every context key and every block key, except that
-// with causal it sees block key j only for j <= i, and with window > 0 only
-// keys at positions in (p - window, p]. out: [nb, n_heads, head_dim].
-void dflash_attention(const float* q, const float* kb, const float* vb, const float* k_pool,
-                      const float* v_pool, const int32_t* block_table, int64_t block_size, int64_t pos0,
-                      float* out, int64_t nb, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
-                      float scale, bool causal, int64_t window);
+void paged_attention(const float* q, int64_t q_ld, const float* k_pool, const float* v_pool, float* out,
+                     int64_t out_ld, const PagedSeq* seqs, int64_t n_seqs, int64_t block_size, int64_t n_heads,
+                     int64_t n_kv_heads, int64_t head_dim, float scale, bool causal, int64_t window);
 
 }  // namespace flashdraft::ops::cpu

@@ -156,10 +156,10 @@ TEST_F(DFlashDrafterTest, PagedBatchEqualsOneRequestAtATime) {
   std::vector<KVLayerShape> shapes = {{3, 8}, {3, 8}};
   for (const auto& s : drafter->kv_layers()) shapes.push_back(s);
   const int64_t n_blocks = 40;
-  KVPool pool(n_blocks, bs, shapes);
+  KVPool pool(target_->backend(), n_blocks, bs, shapes);
   for (int64_t l = 0; l < pool.num_layers(); ++l) {
-    std::fill_n(pool.k(l), n_blocks * bs * pool.shape(l).row(), std::numeric_limits<float>::quiet_NaN());
-    std::fill_n(pool.v(l), n_blocks * bs * pool.shape(l).row(), std::numeric_limits<float>::quiet_NaN());
+    target_->backend().fill_nan(pool.k(l));
+    target_->backend().fill_nan(pool.v(l));
   }
   std::vector<int32_t> all(static_cast<size_t>(n_blocks));
   std::iota(all.begin(), all.end(), 0);
@@ -317,7 +317,7 @@ TEST_F(DFlashDrafterTest, RejectsBadBatches) {
   auto drafter = make(testing::tiny_drafter_config());
   const auto taps = random_taps(10, 128, 2);
   std::vector<int32_t> table = {0, 1, 2};  // 12 positions at block size 4
-  KVPool pool(3, 4, drafter->kv_layers());
+  KVPool pool(target_->backend(), 3, 4, drafter->kv_layers());
   std::vector<float> logits;
   const int32_t anchor = 3;
   const auto ctx = [&](int64_t n, int64_t pos0) {
@@ -328,10 +328,12 @@ TEST_F(DFlashDrafterTest, RejectsBadBatches) {
   EXPECT_NO_THROW(drafter->write_context(taps.data(), ctx(10, 0), pool, 0));
   EXPECT_THROW(drafter->write_context(taps.data(), ctx(10, 4), pool, 0), Error);  // past the table
   EXPECT_THROW(drafter->write_context(taps.data(), ctx(2, 0), pool, 1), Error);   // layers past the pool
-  KVPool wrong(3, 4, {{2, 8}, {2, 8}});
+  KVPool wrong(target_->backend(), 3, 4, {{2, 8}, {2, 8}});
   EXPECT_THROW(drafter->write_context(taps.data(), ctx(2, 0), wrong, 0), Error);  // wrong layer shapes
-  EXPECT_NO_THROW(drafter->draft(std::span(&anchor, 1), ctx(8, 10), pool, 0, logits));
-  EXPECT_THROW(drafter->draft(std::span(&anchor, 1), ctx(9, 10), pool, 0, logits), Error);  // > block_size
+  // The block's K/V go to its own slots, so the table must cover the block too.
+  EXPECT_NO_THROW(drafter->draft(std::span(&anchor, 1), ctx(2, 10), pool, 0, logits));
+  EXPECT_THROW(drafter->draft(std::span(&anchor, 1), ctx(8, 10), pool, 0, logits), Error);  // block past the table
+  EXPECT_THROW(drafter->draft(std::span(&anchor, 1), ctx(9, 0), pool, 0, logits), Error);   // > block_size
   EXPECT_THROW(drafter->draft(std::span(&anchor, 1), ctx(2, 13), pool, 0, logits), Error);  // context past table
   EXPECT_THROW(drafter->draft({}, ctx(2, 10), pool, 0, logits), Error);                     // no anchor
   const int32_t bad_anchor = 512;

@@ -45,7 +45,8 @@ TEST(KVCache, ClearStartsOver) {
 }
 
 TEST(KVCache, TruncatePastTheEndThrows) {
-  KVCache cache(2, 8);
+  auto backend = ops::make_cpu_backend();
+  KVCache cache(*backend, {{1, 8}, {1, 8}});
   EXPECT_THROW(cache.truncate(1), Error);
   cache.reserve_append(3);
   cache.commit(3);

@@ -88,7 +88,7 @@ class PagedForward : public ::testing::TestWithParam<const char*> {
   }
 
   PagedRig rig(int64_t num_blocks, int64_t block_size) const {
-    return PagedRig(num_blocks, block_size, model_->kv_layers());
+    return PagedRig(model_->backend(), num_blocks, block_size, model_->kv_layers());
   }
 
   std::unique_ptr<Qwen3Model> model_;
@@ -233,7 +233,11 @@ TEST_P(PagedForward, BadMetadataIsAnErrorAndWritesNothing) {
   const std::vector<std::vector<int32_t>> seqs = {random_ids(10, 9), random_ids(10, 10)};
   auto good = make_step(r, seqs, {{0, 0, 6, false}, {1, 0, 3, true}});
   std::vector<float> logits;
-  const auto snapshot = [&] { return std::vector<float>(r.pool.k(0), r.pool.k(0) + 8 * 4 * r.pool.shape(0).row()); };
+  const auto snapshot = [&] {
+    std::vector<float> v(static_cast<size_t>(r.pool.k(0).numel()));
+    model_->backend().download(r.pool.k(0), v.data());
+    return v;
+  };
   const auto before = snapshot();
   const auto expect_error = [&](const Step& s, KVPool& pool, const char* why) {
     EXPECT_THROW(model_->forward_batch(s.tokens, s.batch, pool, logits), Error) << why;
@@ -267,16 +271,16 @@ TEST_P(PagedForward, BadMetadataIsAnErrorAndWritesNothing) {
 
   auto shapes = model_->kv_layers();
   shapes.pop_back();
-  KVPool too_few(8, 4, shapes);
+  KVPool too_few(model_->backend(), 8, 4, shapes);
   EXPECT_THROW(model_->forward_batch(good.tokens, good.batch, too_few, logits), Error);
   shapes = model_->kv_layers();
   shapes[0].head_dim *= 2;
-  KVPool wrong(8, 4, shapes);
+  KVPool wrong(model_->backend(), 8, 4, shapes);
   EXPECT_THROW(model_->forward_batch(good.tokens, good.batch, wrong, logits), Error);
   // A pool with extra layers after the model's (the drafter's) is fine.
   shapes = model_->kv_layers();
   shapes.push_back({1, 8});
-  KVPool shared(8, 4, shapes);
+  KVPool shared(model_->backend(), 8, 4, shapes);
   EXPECT_NO_THROW(model_->forward_batch(good.tokens, good.batch, shared, logits));
 }
 

@@ -17,14 +17,14 @@ namespace flashdraft::model::testing {
 
 class PagedRig {
  public:
-  PagedRig(int64_t num_blocks, int64_t block_size, std::vector<KVLayerShape> layers, uint32_t seed = 1)
-      : pool(num_blocks, block_size, std::move(layers)), free_(static_cast<size_t>(num_blocks)) {
+  PagedRig(ops::Backend& backend, int64_t num_blocks, int64_t block_size, std::vector<KVLayerShape> layers,
+           uint32_t seed = 1)
+      : pool(backend, num_blocks, block_size, std::move(layers)), free_(static_cast<size_t>(num_blocks)) {
     std::iota(free_.begin(), free_.end(), 0);
     std::shuffle(free_.begin(), free_.end(), std::mt19937(seed));
     for (int64_t l = 0; l < pool.num_layers(); ++l) {
-      const int64_t n = pool.num_blocks() * pool.block_size() * pool.shape(l).row();
-      std::fill_n(pool.k(l), n, NAN);
-      std::fill_n(pool.v(l), n, NAN);
+      backend.fill_nan(pool.k(l));
+      backend.fill_nan(pool.v(l));
     }
   }
 

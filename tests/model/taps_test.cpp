@@ -34,8 +34,9 @@ TEST(Taps, EachTapIsThatLayersOutputInListOrder) {
   std::vector<float> got;
   for (auto [s, len] : {std::pair<int64_t, int64_t>{0, split}, {split, n - split}}) {
     model->forward(std::span(p->ids).subspan(s, len), cache, logits);
-    ASSERT_EQ(model->taps().size(), static_cast<size_t>(len * 3 * H));
-    got.insert(got.end(), model->taps().begin(), model->taps().end());
+    const auto chunk = model->taps();
+    ASSERT_EQ(chunk.size(), static_cast<size_t>(len * 3 * H));
+    got.insert(got.end(), chunk.begin(), chunk.end());
   }
   for (size_t t = 0; t < taps.size(); ++t) {
     std::vector<float> column(n * H);

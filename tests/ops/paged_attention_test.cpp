@@ -1,6 +1,8 @@
-// Paged attention against the contiguous ops::cpu::attention: each request's
-// K/V scattered over shuffled pool blocks, every other slot poisoned with NaN
-// so that reading anything outside a request's visible positions shows up.
+// Paged attention against a naive double-precision attention per request:
+// each request's K/V scattered over shuffled pool blocks, every other slot
+// poisoned with NaN so that reading anything outside a request's visible
+// positions shows up; every mask kind (causal, DFlash block-bidirectional,
+// causal sliding window).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -25,7 +27,41 @@ struct SeqSpec {
 struct Case {
   std::vector<SeqSpec> seqs;
   int64_t block_size, nh, nkvh, hd;
+  bool causal = true;
+  int64_t window = 0;
 };
+
+// One request's attention in double: q [n, nh, hd] at positions pos0.., keys
+// k/v [pos0 + n, nkvh, hd] at positions 0..; the mask as in ops::AttentionMask.
+std::vector<float> naive_attention(const float* q, const float* k, const float* v, int64_t n, int64_t pos0,
+                                   const Case& c, float scale) {
+  const int64_t keys = pos0 + n, group = c.nh / c.nkvh;
+  std::vector<float> out(static_cast<size_t>(n * c.nh * c.hd));
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t h = 0; h < c.nh; ++h) {
+      const int64_t p = pos0 + i, kvh = h / group;
+      const auto seen = [&](int64_t j) { return (!c.causal || j <= p) && (c.window == 0 || j > p - c.window); };
+      std::vector<double> w(static_cast<size_t>(keys), 0.0);
+      double mx = -1e300, sum = 0;
+      for (int64_t j = 0; j < keys; ++j) {
+        if (!seen(j)) continue;
+        double d = 0;
+        for (int64_t e = 0; e < c.hd; ++e)
+          d += double(q[(i * c.nh + h) * c.hd + e]) * k[(j * c.nkvh + kvh) * c.hd + e];
+        w[j] = d * scale;
+        mx = std::max(mx, w[j]);
+      }
+      for (int64_t j = 0; j < keys; ++j)
+        if (seen(j)) sum += (w[j] = std::exp(w[j] - mx));
+      for (int64_t e = 0; e < c.hd; ++e) {
+        double acc = 0;
+        for (int64_t j = 0; j < keys; ++j)
+          if (seen(j)) acc += w[j] / sum * v[(j * c.nkvh + kvh) * c.hd + e];
+        out[(i * c.nh + h) * c.hd + e] = static_cast<float>(acc);
+      }
+    }
+  return out;
+}
 
 double max_rel_diff(const float* got, const float* want, int64_t n) {
   double diff = 0, ref = 1e-30;
@@ -38,7 +74,7 @@ double max_rel_diff(const float* got, const float* want, int64_t n) {
 
 class PagedAttention : public ::testing::TestWithParam<Case> {};
 
-TEST_P(PagedAttention, MatchesContiguousAttentionPerRequest) {
+TEST_P(PagedAttention, MatchesNaiveAttentionPerRequest) {
   const Case c = GetParam();
   const int64_t bs = c.block_size, kv_row = c.nkvh * c.hd, q_row = c.nh * c.hd;
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.hd));
@@ -78,14 +114,13 @@ TEST_P(PagedAttention, MatchesContiguousAttentionPerRequest) {
 
   const auto q = random_floats(rows * q_row, 42, 2.0f);
   std::vector<float> out(rows * q_row, 99.0f);
-  cpu::paged_attention(q.data(), k_pool.data(), v_pool.data(), out.data(), seqs.data(),
-                       static_cast<int64_t>(seqs.size()), bs, c.nh, c.nkvh, c.hd, scale);
+  cpu::paged_attention(q.data(), q_row, k_pool.data(), v_pool.data(), out.data(), q_row, seqs.data(),
+                       static_cast<int64_t>(seqs.size()), bs, c.nh, c.nkvh, c.hd, scale, c.causal, c.window);
 
   for (size_t r = 0; r < seqs.size(); ++r) {
     const auto& s = seqs[r];
-    std::vector<float> want(s.n_rows * q_row);
-    cpu::attention(q.data() + s.row_begin * q_row, ks[r].data(), vs[r].data(), want.data(), s.n_rows, s.pos0 + s.n_rows,
-                   s.pos0, c.nh, c.nkvh, c.hd, scale, /*causal=*/true);
+    const auto want =
+        naive_attention(q.data() + s.row_begin * q_row, ks[r].data(), vs[r].data(), s.n_rows, s.pos0, c, scale);
     EXPECT_LT(max_rel_diff(out.data() + s.row_begin * q_row, want.data(), s.n_rows * q_row), 1e-5)
         << "request " << r << " (pos0 " << s.pos0 << ", " << s.n_rows << " rows)";
   }
@@ -100,7 +135,14 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{{{100, 17}, {0, 130}, {7, 3}}, 16, 8, 2, 32},      // bigger blocks, long prefill
                       Case{{{5, 3}, {0, 0}, {2, 2}}, 1, 4, 1, 12},            // block size 1, empty request, MQA
                       Case{{{11, 4}}, 3, 2, 2, 7},                            // odd head_dim and block size
-                      Case{{{40, 1}, {0, 35}, {17, 16}}, 16, 8, 2, 128}));    // head_dim 128 (Qwen3-8B's)
+                      Case{{{40, 1}, {0, 35}, {17, 16}}, 16, 8, 2, 128},      // head_dim 128 (Qwen3-8B's)
+                      // DFlash drafter blocks: bidirectional inside the block, and sliding windows
+                      // smaller and larger than the context, on both paths (1-3 rows direct, >= 4 GEMM).
+                      Case{{{20, 16}, {3, 8}, {0, 2}, {9, 1}}, 4, 4, 2, 16, false, 0},
+                      Case{{{20, 16}, {3, 8}, {0, 2}, {9, 3}}, 4, 4, 2, 16, true, 5},
+                      Case{{{20, 16}, {3, 8}, {9, 3}}, 4, 4, 1, 16, true, 64},
+                      Case{{{37, 16}, {70, 2}}, 16, 8, 2, 64, true, 17},
+                      Case{{{37, 16}, {70, 2}}, 16, 8, 8, 128, false, 0}));
 
 TEST(PagedAttentionThreads, LeavesTheBlasThreadCountAsItFoundIt) {
   // Multi-row requests run their GEMMs single-threaded; the caller's setting must come back.
@@ -109,7 +151,7 @@ TEST(PagedAttentionThreads, LeavesTheBlasThreadCountAsItFoundIt) {
   std::vector<float> q(8 * 2 * 8, 0.5f), kv(8 * 8, 0.25f), out(q.size());
   const int32_t table[] = {1, 0};
   const PagedSeq s{0, 8, 0, table};
-  cpu::paged_attention(q.data(), kv.data(), kv.data(), out.data(), &s, 1, 4, 2, 1, 8, 1.0f);
+  cpu::paged_attention(q.data(), 16, kv.data(), kv.data(), out.data(), 16, &s, 1, 4, 2, 1, 8, 1.0f, true, 0);
   EXPECT_EQ(cpu::num_threads(), 2);
   EXPECT_FLOAT_EQ(out[5], 0.25f);  // uniform values: any softmax gives them back
   cpu::set_num_threads(before);
@@ -119,8 +161,12 @@ TEST(PagedAttentionErrors, RejectsHeadsThatDoNotGroup) {
   std::vector<float> x(64);
   const int32_t table[] = {0};
   const PagedSeq s{0, 1, 0, table};
-  EXPECT_THROW(cpu::paged_attention(x.data(), x.data(), x.data(), x.data(), &s, 1, 4, 3, 2, 4, 1.0f), Error);
-  EXPECT_THROW(cpu::paged_attention(x.data(), x.data(), x.data(), x.data(), &s, 1, 0, 2, 2, 4, 1.0f), Error);
+  EXPECT_THROW(cpu::paged_attention(x.data(), 12, x.data(), x.data(), x.data(), 12, &s, 1, 4, 3, 2, 4, 1.0f, true, 0),
+               Error);
+  EXPECT_THROW(cpu::paged_attention(x.data(), 8, x.data(), x.data(), x.data(), 8, &s, 1, 0, 2, 2, 4, 1.0f, true, 0),
+               Error);
+  EXPECT_THROW(cpu::paged_attention(x.data(), 8, x.data(), x.data(), x.data(), 8, &s, 1, 4, 2, 2, 4, 1.0f, true, -1),
+               Error);
 }
 
 }  // namespace

@@ -15,6 +15,14 @@ namespace {
 
 #define FD_ALWAYS_INLINE inline __attribute__((always_inline))
 
+// Everything one call shares: shapes, strides and the mask.
+struct Geometry {
+  int64_t block_size, n_heads, n_kv_heads, head_dim, q_ld, out_ld;
+  float scale;
+  bool causal;
+  int64_t window;
+};
+
 // HD > 0: head_dim known at compile time (64 and 128 cover Qwen3 and the
 // shipped models), so loops fully unroll and accumulators stay in registers;
 // HD == 0: any head_dim.
@@ -100,49 +108,61 @@ constexpr int64_t kRowTile = 32;
 // head: the `group` query heads that share it, all rows. Keys go block by
 // block with every query of the group inside, so each K/V block is read from
 // memory once and reused from L1 by all of them.
+// The keys query row i of a sequence sees: positions [lo, hi).
+struct KeyRange {
+  int64_t lo, hi;
+};
+FD_ALWAYS_INLINE KeyRange visible(const PagedSeq& s, int64_t i, const Geometry& g) {
+  const int64_t p = s.pos0 + i;
+  return {g.window > 0 ? std::max<int64_t>(0, p - g.window + 1) : 0, g.causal ? p + 1 : s.pos0 + s.n_rows};
+}
+
 template <int HD>
 FD_ALWAYS_INLINE void attend_kv_head_impl(const float* q, const float* k_pool, const float* v_pool, float* out,
-                                          const PagedSeq& s, int64_t kvh, int64_t block_size, int64_t n_heads,
-                                          int64_t n_kv_heads, int64_t head_dim, float scale, float* sc) {
-  const int64_t group = n_heads / n_kv_heads;
-  const int64_t q_stride = n_heads * head_dim, kv_stride = n_kv_heads * head_dim;
-  const int64_t keys = s.pos0 + s.n_rows;  // the last row sees them all
+                                          const PagedSeq& s, int64_t kvh, const Geometry& geo, float* sc) {
+  const int64_t head_dim = geo.head_dim, block_size = geo.block_size;
+  const int64_t group = geo.n_heads / geo.n_kv_heads;
+  const int64_t kv_stride = geo.n_kv_heads * head_dim;
+  const int64_t keys = s.pos0 + s.n_rows;  // no row sees past the last one
   const float* kb = k_pool + kvh * head_dim;
   const float* vb = v_pool + kvh * head_dim;
-  // Query a = g * n_rows + i is head kvh * group + g of row i; it sees keys [0, pos0 + i].
-  const auto q_of = [&](int64_t g, int64_t i) {
-    return q + (s.row_begin + i) * q_stride + (kvh * group + g) * head_dim;
-  };
+  // Query a = g * n_rows + i is head kvh * group + g of row i; it sees keys visible(s, i).
+  const auto q_of = [&](int64_t g, int64_t i) { return q + (s.row_begin + i) * geo.q_ld + (kvh * group + g) * head_dim; };
   const auto out_of = [&](int64_t g, int64_t i) {
-    return out + (s.row_begin + i) * q_stride + (kvh * group + g) * head_dim;
+    return out + (s.row_begin + i) * geo.out_ld + (kvh * group + g) * head_dim;
   };
+  // Blocks wholly outside every row's window are never touched (they may hold anything).
+  const int64_t first = visible(s, 0, geo).lo / block_size * block_size;
 
-  for (int64_t j0 = 0; j0 < keys; j0 += block_size) {
+  for (int64_t j0 = first; j0 < keys; j0 += block_size) {
     const float* kblock = kb + static_cast<int64_t>(s.block_table[j0 / block_size]) * block_size * kv_stride;
-    const int64_t m = std::min(block_size, keys - j0);
     for (int64_t g = 0; g < group; ++g)
-      for (int64_t i = std::max<int64_t>(0, j0 - s.pos0); i < s.n_rows; ++i) {
+      for (int64_t i = 0; i < s.n_rows; ++i) {
+        const KeyRange r = visible(s, i, geo);
+        const int64_t a = std::max(r.lo, j0), b = std::min(r.hi, j0 + block_size);
         const float* qi = q_of(g, i);
-        float* si = sc + (g * s.n_rows + i) * keys + j0;
-        const int64_t lim = std::min(m, s.pos0 + i + 1 - j0);
-        for (int64_t t = 0; t < lim; ++t) si[t] = scale * dot<HD>(qi, kblock + t * kv_stride, head_dim);
+        float* si = sc + (g * s.n_rows + i) * keys;
+        for (int64_t t = a; t < b; ++t) si[t] = geo.scale * dot<HD>(qi, kblock + (t - j0) * kv_stride, head_dim);
       }
   }
   // Softmax over each query's visible keys, normalised before P·V.
   for (int64_t g = 0; g < group; ++g)
     for (int64_t i = 0; i < s.n_rows; ++i) {
-      float* si = sc + (g * s.n_rows + i) * keys;
-      softmax_inplace(si, s.pos0 + i + 1);
+      const KeyRange r = visible(s, i, geo);
+      softmax_inplace(sc + (g * s.n_rows + i) * keys + r.lo, r.hi - r.lo);
       float* oi = out_of(g, i);
       std::fill(oi, oi + head_dim, 0.0f);
     }
-  for (int64_t j0 = 0; j0 < keys; j0 += block_size) {
+  for (int64_t j0 = first; j0 < keys; j0 += block_size) {
     const float* vblock = vb + static_cast<int64_t>(s.block_table[j0 / block_size]) * block_size * kv_stride;
-    const int64_t m = std::min(block_size, keys - j0);
     for (int64_t g = 0; g < group; ++g)
-      for (int64_t i = std::max<int64_t>(0, j0 - s.pos0); i < s.n_rows; ++i)
-        axpy_rows<HD>(out_of(g, i), sc + (g * s.n_rows + i) * keys + j0, vblock, kv_stride,
-                      std::min(m, s.pos0 + i + 1 - j0), head_dim);
+      for (int64_t i = 0; i < s.n_rows; ++i) {
+        const KeyRange r = visible(s, i, geo);
+        const int64_t a = std::max(r.lo, j0), b = std::min(r.hi, j0 + block_size);
+        if (a < b)
+          axpy_rows<HD>(out_of(g, i), sc + (g * s.n_rows + i) * keys + a, vblock + (a - j0) * kv_stride, kv_stride,
+                        b - a, head_dim);
+      }
   }
 }
 
@@ -153,16 +173,14 @@ FD_ALWAYS_INLINE void attend_kv_head_impl(const float* q, const float* k_pool, c
 __attribute__((target_clones("arch=x86-64-v3", "default")))
 #endif
 void attend_kv_head(const float* q, const float* k_pool, const float* v_pool, float* out, const PagedSeq& s,
-                    int64_t kvh, int64_t block_size, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
-                    float scale, float* sc) {
-  switch (head_dim) {
+                    int64_t kvh, const Geometry& geo, float* sc) {
+  switch (geo.head_dim) {
     case 64:
-      return attend_kv_head_impl<64>(q, k_pool, v_pool, out, s, kvh, block_size, n_heads, n_kv_heads, 64, scale, sc);
+      return attend_kv_head_impl<64>(q, k_pool, v_pool, out, s, kvh, geo, sc);
     case 128:
-      return attend_kv_head_impl<128>(q, k_pool, v_pool, out, s, kvh, block_size, n_heads, n_kv_heads, 128, scale, sc);
+      return attend_kv_head_impl<128>(q, k_pool, v_pool, out, s, kvh, geo, sc);
     default:
-      return attend_kv_head_impl<0>(q, k_pool, v_pool, out, s, kvh, block_size, n_heads, n_kv_heads, head_dim, scale,
-                                    sc);
+      return attend_kv_head_impl<0>(q, k_pool, v_pool, out, s, kvh, geo, sc);
   }
 }
 
@@ -197,69 +215,72 @@ class SingleThreadedBlas {
 __attribute__((target_clones("arch=x86-64-v3", "default")))
 #endif
 void attend_kv_head_gemm(const float* q, const float* k_pool, const float* v_pool, float* out, const PagedSeq& s,
-                         int64_t kvh, int64_t block_size, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
-                         float scale) {
-  const int64_t group = n_heads / n_kv_heads;
-  const int64_t q_stride = n_heads * head_dim, kv_stride = n_kv_heads * head_dim;
-  const int64_t keys = s.pos0 + s.n_rows;
-  const auto need_kv = static_cast<size_t>(keys * head_dim);
+                         int64_t kvh, const Geometry& geo) {
+  const int64_t head_dim = geo.head_dim, block_size = geo.block_size;
+  const int64_t group = geo.n_heads / geo.n_kv_heads;
+  const int64_t kv_stride = geo.n_kv_heads * head_dim;
+  // Gathered keys are positions [lo, keys): from the first row's window start
+  // (0 without a window) to the last row. Every position there belongs to the
+  // sequence, so the zeroed scores outside a row's range multiply real values.
+  const int64_t lo = visible(s, 0, geo).lo, keys = s.pos0 + s.n_rows, n_keys = keys - lo;
+  const auto need_kv = static_cast<size_t>(n_keys * head_dim);
   if (t_k.size() < need_kv) t_k.resize(need_kv);
   if (t_v.size() < need_kv) t_v.resize(need_kv);
-  for (int64_t j0 = 0; j0 < keys; j0 += block_size) {
-    const int64_t first =
-        static_cast<int64_t>(s.block_table[j0 / block_size]) * block_size * kv_stride + kvh * head_dim;
-    for (int64_t t = 0; t < std::min(block_size, keys - j0); ++t) {
-      std::copy_n(k_pool + first + t * kv_stride, head_dim, t_k.data() + (j0 + t) * head_dim);
-      std::copy_n(v_pool + first + t * kv_stride, head_dim, t_v.data() + (j0 + t) * head_dim);
-    }
+  for (int64_t p = lo; p < keys; ++p) {
+    const int64_t slot = static_cast<int64_t>(s.block_table[p / block_size]) * block_size + p % block_size;
+    std::copy_n(k_pool + slot * kv_stride + kvh * head_dim, head_dim, t_k.data() + (p - lo) * head_dim);
+    std::copy_n(v_pool + slot * kv_stride + kvh * head_dim, head_dim, t_v.data() + (p - lo) * head_dim);
   }
-  const auto need_s = static_cast<size_t>(std::min(kRowTile, s.n_rows) * keys);
+  const auto need_s = static_cast<size_t>(std::min(kRowTile, s.n_rows) * n_keys);
   if (t_scores.size() < need_s) t_scores.resize(need_s);
   float* sc = t_scores.data();
   for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h)
     for (int64_t r0 = 0; r0 < s.n_rows; r0 += kRowTile) {
-      const int64_t rows = std::min(kRowTile, s.n_rows - r0), tile_keys = s.pos0 + r0 + rows;
-      const float* qh = q + (s.row_begin + r0) * q_stride + h * head_dim;
-      float* oh = out + (s.row_begin + r0) * q_stride + h * head_dim;
+      const int64_t rows = std::min(kRowTile, s.n_rows - r0);
+      // Keys this tile's rows can see at most: up to its last row (causal) or all.
+      const int64_t tile_keys = (geo.causal ? s.pos0 + r0 + rows : keys) - lo;
+      const float* qh = q + (s.row_begin + r0) * geo.q_ld + h * head_dim;
+      float* oh = out + (s.row_begin + r0) * geo.out_ld + h * head_dim;
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(rows), static_cast<blasint>(tile_keys),
-                  static_cast<blasint>(head_dim), scale, qh, static_cast<blasint>(q_stride), t_k.data(),
+                  static_cast<blasint>(head_dim), geo.scale, qh, static_cast<blasint>(geo.q_ld), t_k.data(),
                   static_cast<blasint>(head_dim), 0.0f, sc, static_cast<blasint>(tile_keys));
       for (int64_t r = 0; r < rows; ++r) {
         float* sr = sc + r * tile_keys;
-        const int64_t visible = s.pos0 + r0 + r + 1;
-        softmax_inplace(sr, visible);
-        std::fill(sr + visible, sr + tile_keys, 0.0f);
+        const KeyRange v = visible(s, r0 + r, geo);
+        std::fill(sr, sr + (v.lo - lo), 0.0f);
+        softmax_inplace(sr + (v.lo - lo), v.hi - v.lo);
+        std::fill(sr + (v.hi - lo), sr + tile_keys, 0.0f);
       }
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(rows), static_cast<blasint>(head_dim),
                   static_cast<blasint>(tile_keys), 1.0f, sc, static_cast<blasint>(tile_keys), t_v.data(),
-                  static_cast<blasint>(head_dim), 0.0f, oh, static_cast<blasint>(q_stride));
+                  static_cast<blasint>(head_dim), 0.0f, oh, static_cast<blasint>(geo.out_ld));
     }
 }
 
 }  // namespace
 
-void paged_attention(const float* q, const float* k_pool, const float* v_pool, float* out, const PagedSeq* seqs,
-                     int64_t n_seqs, int64_t block_size, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
-                     float scale) {
+void paged_attention(const float* q, int64_t q_ld, const float* k_pool, const float* v_pool, float* out,
+                     int64_t out_ld, const PagedSeq* seqs, int64_t n_seqs, int64_t block_size, int64_t n_heads,
+                     int64_t n_kv_heads, int64_t head_dim, float scale, bool causal, int64_t window) {
   if (n_kv_heads <= 0 || n_heads % n_kv_heads != 0)
     throw Error("paged_attention: " + std::to_string(n_heads) + " query heads cannot be grouped onto " +
                 std::to_string(n_kv_heads) + " kv heads");
   if (block_size <= 0) throw Error("paged_attention: block size must be positive");
+  if (window < 0) throw Error("paged_attention: window must be >= 0, got " + std::to_string(window));
+  const Geometry geo{block_size, n_heads, n_kv_heads, head_dim, q_ld, out_ld, scale, causal, window};
   const int64_t group = n_heads / n_kv_heads;
   std::optional<SingleThreadedBlas> single;
   for (int64_t si = 0; si < n_seqs; ++si) {
-    if (seqs[si].n_rows >= kGemmRows) {
-      if (!single) single.emplace();
-      for (int64_t kvh = 0; kvh < n_kv_heads; ++kvh)
-        attend_kv_head_gemm(q, k_pool, v_pool, out, seqs[si], kvh, block_size, n_heads, n_kv_heads, head_dim, scale);
-      continue;
-    }
     const PagedSeq& s = seqs[si];
     if (s.n_rows <= 0) continue;
+    if (s.n_rows >= kGemmRows) {
+      if (!single) single.emplace();
+      for (int64_t kvh = 0; kvh < n_kv_heads; ++kvh) attend_kv_head_gemm(q, k_pool, v_pool, out, s, kvh, geo);
+      continue;
+    }
     const auto need = static_cast<size_t>(group * s.n_rows * (s.pos0 + s.n_rows));
     if (t_scores.size() < need) t_scores.resize(need);
-    for (int64_t kvh = 0; kvh < n_kv_heads; ++kvh)
-      attend_kv_head(q, k_pool, v_pool, out, s, kvh, block_size, n_heads, n_kv_heads, head_dim, scale, t_scores.data());
+    for (int64_t kvh = 0; kvh < n_kv_heads; ++kvh) attend_kv_head(q, k_pool, v_pool, out, s, kvh, geo, t_scores.data());
   }
 }
 

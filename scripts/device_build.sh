@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Builds flashdraft on the lent GPU machine (Ubuntu 24.04 + CUDA 13, 16 cores).
+# That image lacks the PCRE2 and utf8proc development files, so the Debian
+# packages fetched by scripts/device_fetch_debs.sh (into .carry/debs, carried
+# with the call) are unpacked into a private sysroot first; nothing is
+# installed into /. Usage (on the GPU machine, from the repo root):
+#   source scripts/device_build.sh [cmake targets...]
+# Leaves the build in build-gpu/ and exports LD_LIBRARY_PATH for the sysroot.
+set -eo pipefail
+sysroot=/tmp/fd-sysroot
+if [[ ! -d $sysroot/usr ]]; then
+  mkdir -p $sysroot
+  for f in .carry/debs/*.deb; do dpkg -x "$f" $sysroot; done
+  libdir=$sysroot/usr/lib/x86_64-linux-gnu
+  # The -dev packages' .so links are absolute in the package; make them point inside.
+  for l in "$libdir"/*.so; do
+    [[ -L $l ]] && ln -sf "$(basename "$(readlink "$l")")" "$l"
+  done
+fi
+libdir=$sysroot/usr/lib/x86_64-linux-gnu
+export PKG_CONFIG_PATH=$libdir/pkgconfig PKG_CONFIG_SYSROOT_DIR=$sysroot
+export LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export CPATH=$sysroot/usr/include LIBRARY_PATH=$libdir
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
+  -DFLASHDRAFT_BENCH=ON >build-gpu.configure.log 2>&1 || { cat build-gpu.configure.log; return 1 2>/dev/null || exit 1; }
+if ! cmake --build build-gpu -j"$(nproc)" ${1:+--target "$@"} >build-gpu.log 2>&1; then
+  grep -E "error|Error" -A3 build-gpu.log | head -60; echo "device build failed (build-gpu.log)"; return 1 2>/dev/null || exit 1
+fi
+echo "device build ok"
+set +eo pipefail

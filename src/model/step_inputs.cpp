@@ -1,0 +1,79 @@
+#include "model/step_inputs.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "model/kv_pool.h"
+
+namespace flashdraft::model {
+
+void StepInputs::build(ops::Backend& backend, const BatchContext& batch, int64_t block_size,
+                       std::span<const int32_t> ids, LogitRows which) {
+  const auto n_seqs = static_cast<int32_t>(batch.seqs.size());
+  const auto rows = static_cast<int32_t>(batch.total_rows());
+  if (static_cast<int64_t>(ids.size()) != rows)
+    throw Error("step inputs: " + std::to_string(ids.size()) + " token ids for " + std::to_string(rows) + " rows");
+  int32_t max_blocks = 1, max_rows = 0, max_keys = 0;
+  for (const auto& s : batch.seqs) {
+    max_blocks = std::max(max_blocks, static_cast<int32_t>((s.pos0 + s.n_rows + block_size - 1) / block_size));
+    max_rows = std::max(max_rows, static_cast<int32_t>(s.n_rows));
+    max_keys = std::max(max_keys, static_cast<int32_t>(s.pos0 + s.n_rows));
+  }
+
+  // Layout of the one array: ids | q_start | pos0 | block tables | positions | slots | logit rows.
+  host_.clear();
+  ids_off_ = 0;
+  host_.insert(host_.end(), ids.begin(), ids.end());
+  const size_t q_start_off = host_.size();
+  for (const auto& s : batch.seqs) host_.push_back(static_cast<int32_t>(s.row_begin));
+  host_.push_back(rows);
+  const size_t pos0_off = host_.size();
+  for (const auto& s : batch.seqs) host_.push_back(static_cast<int32_t>(s.pos0));
+  const size_t tables_off = host_.size();
+  for (const auto& s : batch.seqs) {
+    const auto used = static_cast<size_t>((s.pos0 + s.n_rows + block_size - 1) / block_size);
+    host_.insert(host_.end(), s.block_table.begin(), s.block_table.begin() + static_cast<std::ptrdiff_t>(used));
+    host_.resize(host_.size() + static_cast<size_t>(max_blocks) - used, 0);
+  }
+  const size_t positions_off = host_.size();
+  for (const auto& s : batch.seqs)
+    for (int64_t i = 0; i < s.n_rows; ++i) host_.push_back(static_cast<int32_t>(s.pos0 + i));
+  const size_t slots_off = host_.size();
+  for (const auto& s : batch.seqs)
+    for (int64_t i = 0; i < s.n_rows; ++i)
+      host_.push_back(static_cast<int32_t>(slot_of(s.block_table, block_size, s.pos0 + i)));
+  logit_off_ = host_.size();
+  for (const auto& s : batch.seqs) {
+    const int64_t first = which == LogitRows::BlockTail ? 1 : s.all_logits ? 0 : s.n_rows - 1;
+    for (int64_t i = first; i < s.n_rows; ++i) host_.push_back(static_cast<int32_t>(s.row_begin + i));
+  }
+  n_logit_rows_ = static_cast<int64_t>(host_.size() - logit_off_);
+
+  const size_t bytes = host_.size() * sizeof(int32_t);
+  if (device_.bytes() < bytes) device_ = backend.alloc(std::max(bytes, 2 * device_.bytes()));
+  backend.upload(device_.view(ops::DType::I32, 1, static_cast<int64_t>(host_.size())), host_.data(), ops::DType::I32);
+
+  const auto* base = static_cast<const int32_t*>(device_.data());
+  attn_ = ops::AttnBatch{n_seqs,
+                         rows,
+                         max_rows,
+                         max_keys,
+                         max_blocks,
+                         static_cast<int32_t>(block_size),
+                         base + q_start_off,
+                         base + pos0_off,
+                         base + tables_off,
+                         base + positions_off,
+                         base + slots_off};
+}
+
+ops::Tensor StepInputs::part(size_t offset, int64_t n) const {
+  ops::Tensor t = device_.view(ops::DType::I32, 1, 1);
+  t.data = static_cast<int32_t*>(device_.data()) + offset;
+  t.rows = n;
+  t.cols = 1;
+  t.ld = 1;
+  return t;
+}
+
+}  // namespace flashdraft::model

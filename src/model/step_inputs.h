@@ -1,0 +1,44 @@
+#pragma once
+// The flat inputs of one batched forward (token ids, positions, slot mapping,
+// query starts, first positions, block tables, the rows whose logits are
+// wanted), built once from a BatchContext and sent to the backend in one
+// upload. Model code reads them through ops::AttnBatch and tensor views.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "model/batch.h"
+#include "ops/backend.h"
+
+namespace flashdraft::model {
+
+// Which rows of the step need logits.
+enum class LogitRows {
+  PerSeq,     // every row of a seq with all_logits, else its last row (the target)
+  BlockTail,  // rows 1.. of every seq (the DFlash drafter: row 0 is the anchor)
+};
+
+class StepInputs {
+ public:
+  // ids: batch.total_rows() token ids in row order. The block tables must
+  // cover every row's position (checked by the model beforehand).
+  void build(ops::Backend& backend, const BatchContext& batch, int64_t block_size, std::span<const int32_t> ids,
+             LogitRows which);
+
+  const ops::AttnBatch& attn() const { return attn_; }
+  int64_t rows() const { return attn_.n_rows; }
+  ops::Tensor ids() const { return part(ids_off_, rows()); }                  // [rows, 1]
+  ops::Tensor logit_rows() const { return part(logit_off_, n_logit_rows_); }  // [n, 1]: row indices
+  int64_t num_logit_rows() const { return n_logit_rows_; }
+
+ private:
+  ops::Tensor part(size_t offset, int64_t n) const;
+
+  std::vector<int32_t> host_;
+  ops::Buffer device_;
+  ops::AttnBatch attn_;
+  size_t ids_off_ = 0, logit_off_ = 0;
+  int64_t n_logit_rows_ = 0;
+};
+
+}  // namespace flashdraft::model

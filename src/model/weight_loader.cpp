@@ -1,0 +1,93 @@
+#include "model/weight_loader.h"
+
+#include <cmath>
+#include <functional>
+#include <set>
+
+#include "core/error.h"
+#include "io/tensor_view.h"
+
+namespace flashdraft::model {
+namespace {
+
+ops::DType to_ops(io::DType d) {
+  switch (d) {
+    case io::DType::F32: return ops::DType::F32;
+    case io::DType::F16: return ops::DType::F16;
+    case io::DType::BF16: return ops::DType::BF16;
+  }
+  return ops::DType::F32;
+}
+
+int64_t numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+}  // namespace
+
+WeightLoader::WeightLoader(ops::Backend& backend, const io::Checkpoint* ckpt, uint64_t seed)
+    : backend_(backend), ckpt_(ckpt), seed_(seed) {}
+
+ops::OwnedTensor WeightLoader::alloc(int64_t rows, int64_t cols) {
+  return backend_.alloc_tensor(backend_.weight_dtype(), rows, cols);
+}
+
+void WeightLoader::add(const std::string& name, std::vector<int64_t> shape, const ops::Tensor& dest, std::string why) {
+  if (numel(shape) != dest.numel())
+    throw Error("weight loader: " + name + " " + io::shape_to_string(shape) + " does not fill its " +
+                std::to_string(dest.rows) + "x" + std::to_string(dest.cols) + " destination");
+  decls_.push_back({name, std::move(shape), dest, std::move(why)});
+}
+
+void WeightLoader::load(const LoadProgress& progress, const std::function<bool(const std::string&)>& ignorable,
+                        const std::string& describe) {
+  if (!ckpt_) {
+    // Dummy weights keep activations at a sane scale: norms at 1, matrices
+    // uniform with variance 1 / fan_in, so nothing overflows in bf16.
+    // Seeded by name, so a tensor declared in two places (fused copies) gets
+    // the same values in both.
+    for (const auto& d : decls_) {
+      const uint64_t seed = seed_ ^ std::hash<std::string>{}(d.name);
+      if (d.shape.size() == 1) {
+        backend_.fill_uniform(d.dest, seed, 0.95f, 1.05f);
+      } else {
+        const float a = std::sqrt(3.0f / static_cast<float>(d.shape.back()));
+        backend_.fill_uniform(d.dest, seed, -a, a);
+      }
+    }
+    backend_.synchronize();
+    return;
+  }
+  const std::string dir = ckpt_->dir().string();
+  // Every checkpoint tensor must be accounted for: an unused one means the
+  // config describes a different model than the weights, and the math would
+  // be silently wrong.
+  std::set<std::string> declared;
+  for (const auto& d : decls_) declared.insert(d.name);
+  for (const auto& name : ckpt_->names())
+    if (!declared.count(name) && !ignorable(name))
+      throw Error(dir + ": tensor '" + name + "' has no place in a " + describe +
+                  " (as config.json describes it); config and weights do not match");
+
+  size_t total = 0, done = 0;
+  for (const auto& d : decls_) {
+    const auto& t = ckpt_->get(d.name);  // names a missing tensor
+    if (t.shape != d.shape)
+      throw Error(t.file + ": tensor '" + d.name + "' has shape " + io::shape_to_string(t.shape) + ", expected " +
+                  io::shape_to_string(d.shape) + (d.why.empty() ? "" : " (" + d.why + ")") +
+                  "; does config.json match these weights?");
+    total += t.nbytes;
+  }
+  if (progress) progress(0, total);
+  for (const auto& d : decls_) {
+    const auto& t = ckpt_->get(d.name);
+    backend_.upload(d.dest, t.data, to_ops(t.dtype));
+    done += t.nbytes;
+    if (progress) progress(done, total);
+  }
+  backend_.synchronize();
+}
+
+}  // namespace flashdraft::model

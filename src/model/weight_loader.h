@@ -1,0 +1,57 @@
+#pragma once
+// Loads a model's weights into backend tensors, by their checkpoint names.
+// A model declares every tensor it expects (name, shape, where it goes);
+// load() then checks the checkpoint against the declarations (a missing
+// tensor, a wrong shape, or a checkpoint tensor the model has no place for is
+// a flashdraft::Error naming the directory and tensor) and uploads each one,
+// converted to the backend's weight dtype. One checkpoint tensor may go to
+// several places (fused projections), and several tensors into one buffer
+// (q/k/v stacked into one QKV weight, gate/up into one).
+//
+// Without a checkpoint (--load-format dummy) every declared tensor is filled
+// with seeded random values instead: real shapes, meaningless numbers, for
+// timing real-size models on machines that have no checkpoint.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "io/checkpoint.h"
+#include "ops/backend.h"
+
+namespace flashdraft::model {
+
+using LoadProgress = std::function<void(size_t done_bytes, size_t total_bytes)>;
+
+class WeightLoader {
+ public:
+  // ckpt == nullptr: dummy weights from `seed`.
+  WeightLoader(ops::Backend& backend, const io::Checkpoint* ckpt, uint64_t seed = 0);
+
+  // A weight buffer of rows x cols in the backend's weight dtype.
+  ops::OwnedTensor alloc(int64_t rows, int64_t cols);
+  // Checkpoint tensor `name` of `shape` ([out, in] or [n]) goes to `dest`
+  // (same element count, e.g. a row slice of a fused buffer). `why` explains
+  // the expected shape in error messages ("hidden_size x ...").
+  void add(const std::string& name, std::vector<int64_t> shape, const ops::Tensor& dest, std::string why = "");
+  // Reads everything declared. `ignorable` names checkpoint tensors that may
+  // be present without a place (tied heads, saved rotary buffers);
+  // `describe` says what model the config describes, for the error message.
+  void load(const LoadProgress& progress, const std::function<bool(const std::string&)>& ignorable,
+            const std::string& describe);
+
+ private:
+  struct Decl {
+    std::string name;
+    std::vector<int64_t> shape;
+    ops::Tensor dest;
+    std::string why;
+  };
+  ops::Backend& backend_;
+  const io::Checkpoint* ckpt_;
+  uint64_t seed_;
+  std::vector<Decl> decls_;
+};
+
+}  // namespace flashdraft::model

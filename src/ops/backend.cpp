@@ -1,0 +1,80 @@
+#include "ops/backend.h"
+
+#include <algorithm>
+#include <string>
+
+#include "core/error.h"
+
+namespace flashdraft::ops {
+
+size_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::F32:
+    case DType::I32:
+      return 4;
+    case DType::BF16:
+    case DType::F16:
+      return 2;
+  }
+  return 0;
+}
+
+const char* dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::F32: return "f32";
+    case DType::BF16: return "bf16";
+    case DType::F16: return "f16";
+    case DType::I32: return "i32";
+  }
+  return "?";
+}
+
+const char* device_name(Device device) { return device == Device::CUDA ? "cuda" : "cpu"; }
+
+Tensor Tensor::row_slice(int64_t r0, int64_t n) const {
+  if (r0 < 0 || n < 0 || r0 + n > rows)
+    throw Error("tensor row slice [" + std::to_string(r0) + ", " + std::to_string(r0 + n) + ") of a tensor with " +
+                std::to_string(rows) + " rows");
+  Tensor t = *this;
+  t.data = static_cast<char*>(data) + static_cast<size_t>(r0 * ld) * dtype_size(dtype);
+  t.rows = n;
+  return t;
+}
+
+Tensor Tensor::col_slice(int64_t c0, int64_t n) const {
+  if (c0 < 0 || n < 0 || c0 + n > cols)
+    throw Error("tensor column slice [" + std::to_string(c0) + ", " + std::to_string(c0 + n) + ") of a tensor with " +
+                std::to_string(cols) + " columns");
+  Tensor t = *this;
+  t.data = static_cast<char*>(data) + static_cast<size_t>(c0) * dtype_size(dtype);
+  t.cols = n;
+  return t;
+}
+
+Tensor Tensor::reshape(int64_t new_rows, int64_t new_cols) const {
+  if (!contiguous() || new_rows * new_cols != rows * cols)
+    throw Error("tensor reshape of a " + std::string(contiguous() ? "" : "strided ") + std::to_string(rows) + "x" +
+                std::to_string(cols) + " view to " + std::to_string(new_rows) + "x" + std::to_string(new_cols));
+  Tensor t = *this;
+  t.rows = new_rows;
+  t.cols = new_cols;
+  t.ld = new_cols;
+  return t;
+}
+
+Tensor Buffer::view(DType dtype, int64_t rows, int64_t cols) const {
+  const size_t need = static_cast<size_t>(rows * cols) * dtype_size(dtype);
+  if (rows < 0 || cols < 0 || need > bytes_)
+    throw Error("buffer of " + std::to_string(bytes_) + " bytes viewed as " + std::to_string(rows) + "x" +
+                std::to_string(cols) + " " + dtype_name(dtype));
+  return Tensor{mem_.get(), dtype, device_, rows, cols, cols};
+}
+
+OwnedTensor Backend::alloc_tensor(DType dtype, int64_t rows, int64_t cols) {
+  OwnedTensor o;
+  o.buffer = alloc(std::max<size_t>(1, static_cast<size_t>(rows * cols) * dtype_size(dtype)));
+  o.t = o.buffer.view(dtype, rows, cols);
+  return o;
+}
+
+}  // namespace flashdraft::ops

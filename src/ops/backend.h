@@ -1,0 +1,187 @@
+#pragma once
+// The backend seam: model/ is written once against this interface, and each
+// backend (ops/cpu: the fp32 reference; ops/cuda: bf16 on the GPU) implements
+// it. A backend owns its memory (Buffer), its queue of work (every op is
+// enqueued in order; synchronize() waits for all of it) and the op table below.
+//
+// Tensors are 2-D strided views: `rows` rows of `cols` elements, row r starting
+// r * ld elements after row 0. Per-token head vectors are [rows, heads * head_dim];
+// a Linear weight is [out, in] as in Hugging Face; a paged KV layer is
+// [num_blocks * block_size slots, kv_heads * head_dim].
+//
+// Dtypes: the CPU backend computes in f32 everywhere (weights widened at load).
+// The CUDA backend keeps weights, activations and the KV pool in bf16 and
+// accumulates in f32; logits come out f32 on both.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace flashdraft::ops {
+
+enum class DType : uint8_t { F32, BF16, F16, I32 };
+size_t dtype_size(DType dtype);
+const char* dtype_name(DType dtype);  // "f32", "bf16", "f16", "i32"
+
+enum class Device : uint8_t { CPU, CUDA };
+const char* device_name(Device device);  // "cpu", "cuda"
+
+struct Tensor {
+  void* data = nullptr;
+  DType dtype = DType::F32;
+  Device device = Device::CPU;
+  int64_t rows = 0, cols = 0;
+  int64_t ld = 0;  // elements from one row's start to the next (>= cols)
+
+  template <class T>
+  T* as() const { return static_cast<T*>(data); }
+  bool empty() const { return rows == 0 || cols == 0; }
+  bool contiguous() const { return ld == cols || rows <= 1; }
+  int64_t numel() const { return rows * cols; }
+  // Rows [r0, r0 + n) / columns [c0, c0 + n) of this view (no copy; bounds checked).
+  Tensor row_slice(int64_t r0, int64_t n) const;
+  Tensor col_slice(int64_t c0, int64_t n) const;
+  // The same memory seen as rows x cols (needs a contiguous view of as many elements).
+  Tensor reshape(int64_t rows, int64_t cols) const;
+};
+
+// An owning allocation made by a backend; freed (on its device) when the last
+// copy of the Buffer goes away.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(std::shared_ptr<void> mem, size_t bytes, Device device)
+      : mem_(std::move(mem)), bytes_(bytes), device_(device) {}
+  void* data() const { return mem_.get(); }
+  size_t bytes() const { return bytes_; }
+  Device device() const { return device_; }
+  // The buffer's start seen as a contiguous rows x cols tensor (checked against its size).
+  Tensor view(DType dtype, int64_t rows, int64_t cols) const;
+
+ private:
+  std::shared_ptr<void> mem_;
+  size_t bytes_ = 0;
+  Device device_ = Device::CPU;
+};
+
+// A buffer and the contiguous tensor that fills it.
+struct OwnedTensor {
+  Buffer buffer;
+  Tensor t;
+};
+
+// How the query rows of one attention call see keys. Query row i of a sequence
+// sits at position p = pos0 + i; the sequence's keys are positions
+// [0, pos0 + n_rows) (context already in the pool, then its own rows). Key j
+// is visible iff (!causal || j <= p) and (window == 0 || j > p - window).
+//   causal, window 0:       the target (prefill, decode, verify)
+//   !causal, window 0:      DFlash full_attention layer: all context + the whole block
+//   causal, window W:       DFlash sliding_attention layer
+struct AttentionMask {
+  bool causal = true;
+  int64_t window = 0;
+};
+
+// The flat per-step inputs of one batched forward, in backend memory (device
+// arrays on CUDA). Sequence s owns query rows [q_start[s], q_start[s + 1]) at
+// positions pos0[s] .. ; its position p lives in pool slot
+// block_tables[s * max_blocks + p / block_size] * block_size + p % block_size.
+// positions[r] and slots[r] give the same per row (RoPE and the K/V store).
+// The host-side maxima size launch grids without reading device memory.
+struct AttnBatch {
+  int32_t n_seqs = 0;
+  int32_t n_rows = 0;        // q_start[n_seqs]
+  int32_t max_rows = 0;      // largest q_start[s + 1] - q_start[s]
+  int32_t max_keys = 0;      // largest pos0[s] + rows of s
+  int32_t max_blocks = 0;    // row stride of block_tables
+  int32_t block_size = 0;
+  const int32_t* q_start = nullptr;       // [n_seqs + 1]
+  const int32_t* pos0 = nullptr;          // [n_seqs]
+  const int32_t* block_tables = nullptr;  // [n_seqs * max_blocks]
+  const int32_t* positions = nullptr;     // [n_rows]
+  const int32_t* slots = nullptr;         // [n_rows]
+};
+
+// Rotary embedding tables: inv_freq [head_dim / 2] f32 (computed on the host
+// with Hugging Face's float32 roundings), neox layout (element i pairs with
+// i + head_dim / 2); cos and sin of pos * inv_freq[i] are multiplied by
+// attention_factor (1 except for yarn).
+struct Rope {
+  Tensor inv_freq;  // [1, head_dim / 2] f32
+  float attention_factor = 1.0f;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Device device() const = 0;
+  // One line for logs: "cpu (fp32 reference)", "cuda:0 NVIDIA H100 80GB HBM3 (bf16)".
+  virtual std::string describe() const = 0;
+  virtual DType weight_dtype() const = 0;      // what load converts weights to
+  virtual DType activation_dtype() const = 0;  // hidden states, q/k/v, the KV pool
+
+  // ---- memory ----
+  virtual Buffer alloc(size_t bytes) = 0;
+  OwnedTensor alloc_tensor(DType dtype, int64_t rows, int64_t cols);
+  // Bytes the backend could still allocate (for sizing the KV pool).
+  virtual size_t free_memory() const = 0;
+  // Host -> backend: `src` holds dst.rows x dst.cols elements of `src_dtype`,
+  // row-major and contiguous; they are converted to dst.dtype (f32/bf16/f16 ->
+  // f32/bf16; i32 -> i32 only). Returns when src may be reused.
+  virtual void upload(const Tensor& dst, const void* src, DType src_dtype) = 0;
+  // Backend -> host, f32 out (bf16/f16 widened; i32 via download_i32).
+  // Waits for the work queued before it.
+  virtual void download(const Tensor& src, float* dst) = 0;
+  virtual void download_i32(const Tensor& src, int32_t* dst) = 0;
+  // dst <- src, same dtype and shape, any strides.
+  virtual void copy(const Tensor& src, const Tensor& dst) = 0;
+  // Every element of t set to a NaN bit pattern (f32/bf16/f16), for tests
+  // that must notice reads of memory nothing wrote.
+  virtual void fill_nan(const Tensor& t) = 0;
+  // Every element of t (f32/bf16/f16) drawn uniformly from [lo, hi) by a
+  // generator seeded with `seed` (same seed, same tensor on one backend):
+  // --load-format dummy builds real-size models this way without a host copy.
+  virtual void fill_uniform(const Tensor& t, uint64_t seed, float lo, float hi) = 0;
+  virtual void synchronize() = 0;
+
+  // ---- ops (enqueued; inputs and outputs in this backend's memory) ----
+  // out[r] = table[ids[r]] * scale. ids: [n, 1] i32. An id outside the table
+  // is the caller's bug (checked on the host before upload).
+  virtual void embedding(const Tensor& table, const Tensor& ids, const Tensor& out, float scale) = 0;
+  // y = x · w^T (+ bias[1, out]). x [n, in], w [out, in], y [n, out]; y may be
+  // f32 while x and w are bf16 (logits). y must not alias x.
+  virtual void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) = 0;
+  // y = x / sqrt(mean(x^2) + eps) * w, per row. y may be x.
+  virtual void rmsnorm(const Tensor& x, const Tensor& w, const Tensor& y, float eps) = 0;
+  // residual += delta; y = rmsnorm(residual) * w. (The residual stream's update
+  // and the next norm in one pass.)
+  virtual void add_rmsnorm(const Tensor& residual, const Tensor& delta, const Tensor& w, const Tensor& y,
+                           float eps) = 0;
+  // In place on x [n, heads * head_dim]: per head, RMSNorm over head_dim with
+  // norm_w [1, head_dim] (skipped when norm_w is null: Llama), then RoPE at
+  // positions[r] (i32 [n], backend memory).
+  virtual void head_norm_rope(const Tensor& x, int64_t heads, int64_t head_dim, const Tensor* norm_w,
+                              const int32_t* positions, const Rope& rope, float eps) = 0;
+  // out[r, i] = silu(gate_up[r, i]) * gate_up[r, I + i]; gate_up [n, 2I], out [n, I].
+  virtual void silu_glu(const Tensor& gate_up, const Tensor& out) = 0;
+  // k_cache[slots[r]] = k[r], v_cache[slots[r]] = v[r]; slots: i32 [n], backend memory.
+  virtual void store_kv(const Tensor& k, const Tensor& v, const int32_t* slots, const Tensor& k_cache,
+                        const Tensor& v_cache) = 0;
+  // Grouped-query attention of every sequence of the batch over one paged KV
+  // layer (which already holds the rows' own K/V). q, out: [batch.n_rows,
+  // n_heads * head_dim]; query head h reads kv head h / (n_heads / n_kv_heads).
+  virtual void paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& out,
+                               const AttnBatch& batch, const AttentionMask& mask, int64_t n_heads,
+                               int64_t n_kv_heads, int64_t head_dim, float scale) = 0;
+  // dst[i] = src[rows[i]]; rows: i32 [dst.rows], backend memory.
+  virtual void gather_rows(const Tensor& src, const int32_t* rows, const Tensor& dst) = 0;
+  // x = tanh(x / cap) * cap, in place (f32 logits).
+  virtual void softcap(const Tensor& x, float cap) = 0;
+  // out[r] = index of the largest x[r, :], the first on ties. out: i32 [n, 1].
+  virtual void argmax(const Tensor& x, const Tensor& out) = 0;
+};
+
+// The CPU reference backend (always present).
+std::unique_ptr<Backend> make_cpu_backend();
+
+}  // namespace flashdraft::ops

@@ -1,0 +1,289 @@
+// The CPU reference backend: fp32 everywhere, each op a thin adapter from
+// tensor views to the reference functions of ops/ops.h. Work runs when it is
+// enqueued, so synchronize() has nothing to wait for.
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "ops/backend.h"
+#include "ops/cpu/matmul_small.h"
+#include "ops/ops.h"
+
+namespace flashdraft::ops {
+namespace {
+
+float half_to_f32(uint16_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ffu;
+  if (exp == 0x1f) return std::bit_cast<float>(sign | 0x7f800000u | (man << 13));
+  if (exp != 0) return std::bit_cast<float>(sign | ((exp + 112) << 23) | (man << 13));
+  if (man == 0) return std::bit_cast<float>(sign);
+  return (sign ? -1.0f : 1.0f) * std::ldexp(static_cast<float>(man), -24);  // subnormal
+}
+
+// n elements of `dtype` at src (any alignment) widened into dst.
+void widen(const std::byte* src, DType dtype, int64_t n, float* dst) {
+  switch (dtype) {
+    case DType::F32:
+      std::memcpy(dst, src, static_cast<size_t>(n) * 4);
+      return;
+    case DType::BF16:
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t b;
+        std::memcpy(&b, src + 2 * i, 2);
+        dst[i] = std::bit_cast<float>(static_cast<uint32_t>(b) << 16);
+      }
+      return;
+    case DType::F16:
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t b;
+        std::memcpy(&b, src + 2 * i, 2);
+        dst[i] = half_to_f32(b);
+      }
+      return;
+    case DType::I32:
+      break;
+  }
+  throw Error("cpu backend: cannot widen i32 to f32");
+}
+
+void require(bool ok, const char* op, const std::string& what) {
+  if (!ok) throw Error(std::string("cpu backend ") + op + ": " + what);
+}
+
+void require_f32(const Tensor& t, const char* op, const char* name) {
+  require(t.dtype == DType::F32 && t.device == Device::CPU, op,
+          std::string(name) + " must be an f32 cpu tensor, found " + dtype_name(t.dtype) + " on " +
+              device_name(t.device));
+}
+
+float* row(const Tensor& t, int64_t r) { return t.as<float>() + r * t.ld; }
+
+// splitmix64: a counter-based generator, so element i's value depends only on (seed, i).
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+class CpuBackend final : public Backend {
+ public:
+  Device device() const override { return Device::CPU; }
+  std::string describe() const override { return "cpu (fp32 reference)"; }
+  DType weight_dtype() const override { return DType::F32; }
+  DType activation_dtype() const override { return DType::F32; }
+
+  Buffer alloc(size_t bytes) override {
+    constexpr size_t kAlign = 64;
+    void* p = std::aligned_alloc(kAlign, (std::max<size_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign);
+    if (!p) throw Error("cpu backend: out of memory allocating " + std::to_string(bytes) + " bytes");
+    return Buffer(std::shared_ptr<void>(p, std::free), bytes, Device::CPU);
+  }
+
+  size_t free_memory() const override {
+    return static_cast<size_t>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  }
+
+  void upload(const Tensor& dst, const void* src, DType src_dtype) override {
+    const auto* s = static_cast<const std::byte*>(src);
+    if (dst.dtype == DType::I32) {
+      require(src_dtype == DType::I32, "upload", "i32 tensors take i32 data only");
+      for (int64_t r = 0; r < dst.rows; ++r)
+        std::memcpy(dst.as<int32_t>() + r * dst.ld, s + r * dst.cols * 4, static_cast<size_t>(dst.cols) * 4);
+      return;
+    }
+    require_f32(dst, "upload", "dst");
+    require(src_dtype != DType::I32, "upload", "i32 data into an f32 tensor");
+    const size_t es = dtype_size(src_dtype);
+    for (int64_t r = 0; r < dst.rows; ++r) widen(s + static_cast<size_t>(r * dst.cols) * es, src_dtype, dst.cols, row(dst, r));
+  }
+
+  void download(const Tensor& src, float* dst) override {
+    require_f32(src, "download", "src");
+    for (int64_t r = 0; r < src.rows; ++r) std::copy_n(row(src, r), src.cols, dst + r * src.cols);
+  }
+
+  void download_i32(const Tensor& src, int32_t* dst) override {
+    require(src.dtype == DType::I32, "download_i32", "src must be i32");
+    for (int64_t r = 0; r < src.rows; ++r) std::copy_n(src.as<int32_t>() + r * src.ld, src.cols, dst + r * src.cols);
+  }
+
+  void copy(const Tensor& src, const Tensor& dst) override {
+    require(src.dtype == dst.dtype && src.rows == dst.rows && src.cols == dst.cols, "copy",
+            "src and dst differ in dtype or shape");
+    const size_t es = dtype_size(src.dtype);
+    for (int64_t r = 0; r < src.rows; ++r)
+      std::memmove(static_cast<std::byte*>(dst.data) + static_cast<size_t>(r * dst.ld) * es,
+                   static_cast<const std::byte*>(src.data) + static_cast<size_t>(r * src.ld) * es,
+                   static_cast<size_t>(src.cols) * es);
+  }
+
+  void fill_nan(const Tensor& t) override {
+    require_f32(t, "fill_nan", "t");
+    for (int64_t r = 0; r < t.rows; ++r) std::fill_n(row(t, r), t.cols, std::numeric_limits<float>::quiet_NaN());
+  }
+
+  void fill_uniform(const Tensor& t, uint64_t seed, float lo, float hi) override {
+    require_f32(t, "fill_uniform", "t");
+    const uint64_t base = mix(seed);
+    for (int64_t r = 0; r < t.rows; ++r)
+      for (int64_t c = 0; c < t.cols; ++c) {
+        const double u = static_cast<double>(mix(base + static_cast<uint64_t>(r * t.cols + c)) >> 11) * 0x1.0p-53;
+        row(t, r)[c] = lo + static_cast<float>(u) * (hi - lo);
+      }
+  }
+
+  void synchronize() override {}
+
+  void embedding(const Tensor& table, const Tensor& ids, const Tensor& out, float scale) override {
+    require_f32(table, "embedding", "table");
+    require_f32(out, "embedding", "out");
+    require(ids.dtype == DType::I32 && ids.rows == out.rows && out.cols == table.cols, "embedding", "shape mismatch");
+    for (int64_t r = 0; r < out.rows; ++r) {
+      const int64_t id = ids.as<int32_t>()[r * ids.ld];
+      if (id < 0 || id >= table.rows)
+        throw Error("token id " + std::to_string(id) + " at row " + std::to_string(r) +
+                    " is outside the model's vocabulary [0, " + std::to_string(table.rows) + ")");
+      const float* src = row(table, id);
+      float* dst = row(out, r);
+      if (scale == 1.0f)
+        std::copy_n(src, table.cols, dst);
+      else
+        for (int64_t c = 0; c < table.cols; ++c) dst[c] = src[c] * scale;
+    }
+  }
+
+  void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) override {
+    require_f32(x, "matmul", "x");
+    require_f32(w, "matmul", "w");
+    require_f32(y, "matmul", "y");
+    require(x.cols == w.cols && y.rows == x.rows && y.cols == w.rows && w.contiguous(), "matmul",
+            "shapes " + std::to_string(x.rows) + "x" + std::to_string(x.cols) + " · (" + std::to_string(w.rows) + "x" +
+                std::to_string(w.cols) + ")^T -> " + std::to_string(y.rows) + "x" + std::to_string(y.cols));
+    if (x.rows == 0) return;
+    const float* b = bias ? bias->as<float>() : nullptr;
+    const float* xs = x.as<float>();
+    if (!x.contiguous()) {
+      scratch_.resize(static_cast<size_t>(x.rows * x.cols));
+      for (int64_t r = 0; r < x.rows; ++r) std::copy_n(row(x, r), x.cols, scratch_.data() + r * x.cols);
+      xs = scratch_.data();
+    }
+    if (y.contiguous()) {
+      cpu::matmul_small(xs, w.as<float>(), b, y.as<float>(), x.rows, x.cols, w.rows);
+      return;
+    }
+    out_scratch_.resize(static_cast<size_t>(y.rows * y.cols));
+    cpu::matmul_small(xs, w.as<float>(), b, out_scratch_.data(), x.rows, x.cols, w.rows);
+    for (int64_t r = 0; r < y.rows; ++r) std::copy_n(out_scratch_.data() + r * y.cols, y.cols, row(y, r));
+  }
+
+  void rmsnorm(const Tensor& x, const Tensor& w, const Tensor& y, float eps) override {
+    require_f32(x, "rmsnorm", "x");
+    require_f32(y, "rmsnorm", "y");
+    require(w.numel() == x.cols && y.rows == x.rows && y.cols == x.cols, "rmsnorm", "shape mismatch");
+    if (x.contiguous() && y.contiguous()) return cpu::rmsnorm(x.as<float>(), w.as<float>(), y.as<float>(), x.rows, x.cols, eps);
+    for (int64_t r = 0; r < x.rows; ++r) cpu::rmsnorm(row(x, r), w.as<float>(), row(y, r), 1, x.cols, eps);
+  }
+
+  void add_rmsnorm(const Tensor& residual, const Tensor& delta, const Tensor& w, const Tensor& y, float eps) override {
+    require_f32(residual, "add_rmsnorm", "residual");
+    require_f32(delta, "add_rmsnorm", "delta");
+    require(delta.rows == residual.rows && delta.cols == residual.cols, "add_rmsnorm", "shape mismatch");
+    for (int64_t r = 0; r < residual.rows; ++r) cpu::add(row(residual, r), row(delta, r), residual.cols);
+    rmsnorm(residual, w, y, eps);
+  }
+
+  void head_norm_rope(const Tensor& x, int64_t heads, int64_t head_dim, const Tensor* norm_w, const int32_t* positions,
+                      const Rope& rope, float eps) override {
+    require_f32(x, "head_norm_rope", "x");
+    require(x.cols == heads * head_dim && head_dim % 2 == 0 && rope.inv_freq.numel() == head_dim / 2,
+            "head_norm_rope", "x must be [n, heads * head_dim] with an even head_dim and head_dim / 2 frequencies");
+    require(rope.attention_factor == 1.0f, "head_norm_rope", "RoPE attention factors are not supported yet");
+    for (int64_t r = 0; r < x.rows; ++r) {
+      float* v = row(x, r);
+      if (norm_w) cpu::rmsnorm(v, norm_w->as<float>(), v, heads, head_dim, eps);
+      const int64_t pos = positions[r];
+      cpu::rope_neox(v, &pos, rope.inv_freq.as<float>(), 1, heads, head_dim);
+    }
+  }
+
+  void silu_glu(const Tensor& gate_up, const Tensor& out) override {
+    require_f32(gate_up, "silu_glu", "gate_up");
+    require_f32(out, "silu_glu", "out");
+    const int64_t I = out.cols;
+    require(gate_up.cols == 2 * I && gate_up.rows == out.rows, "silu_glu", "gate_up must be [n, 2 * out.cols]");
+    for (int64_t r = 0; r < out.rows; ++r) cpu::silu_glu(row(gate_up, r), row(gate_up, r) + I, row(out, r), I);
+  }
+
+  void store_kv(const Tensor& k, const Tensor& v, const int32_t* slots, const Tensor& k_cache,
+                const Tensor& v_cache) override {
+    require(k.cols == k_cache.cols && v.cols == v_cache.cols && k.rows == v.rows, "store_kv", "shape mismatch");
+    for (int64_t r = 0; r < k.rows; ++r) {
+      const int64_t slot = slots[r];
+      require(slot >= 0 && slot < k_cache.rows, "store_kv", "slot " + std::to_string(slot) + " outside the pool");
+      std::copy_n(row(k, r), k.cols, row(k_cache, slot));
+      std::copy_n(row(v, r), v.cols, row(v_cache, slot));
+    }
+  }
+
+  void paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& out,
+                       const AttnBatch& batch, const AttentionMask& mask, int64_t n_heads, int64_t n_kv_heads,
+                       int64_t head_dim, float scale) override {
+    require_f32(q, "paged_attention", "q");
+    require_f32(out, "paged_attention", "out");
+    require(q.cols == n_heads * head_dim && out.cols == q.cols && k_cache.cols == n_kv_heads * head_dim &&
+                k_cache.contiguous() && v_cache.contiguous(),
+            "paged_attention", "shape mismatch");
+    seqs_.resize(static_cast<size_t>(batch.n_seqs));
+    for (int32_t s = 0; s < batch.n_seqs; ++s)
+      seqs_[static_cast<size_t>(s)] = cpu::PagedSeq{batch.q_start[s], batch.q_start[s + 1] - batch.q_start[s],
+                                                    batch.pos0[s], batch.block_tables + int64_t{s} * batch.max_blocks};
+    cpu::paged_attention(q.as<float>(), q.ld, k_cache.as<float>(), v_cache.as<float>(), out.as<float>(), out.ld,
+                         seqs_.data(), batch.n_seqs, batch.block_size, n_heads, n_kv_heads, head_dim, scale,
+                         mask.causal, mask.window);
+  }
+
+  void gather_rows(const Tensor& src, const int32_t* rows, const Tensor& dst) override {
+    require(src.dtype == dst.dtype && src.cols == dst.cols, "gather_rows", "dtype or width mismatch");
+    const size_t es = dtype_size(src.dtype);
+    for (int64_t r = 0; r < dst.rows; ++r) {
+      require(rows[r] >= 0 && rows[r] < src.rows, "gather_rows", "row index outside the source");
+      std::memcpy(static_cast<std::byte*>(dst.data) + static_cast<size_t>(r * dst.ld) * es,
+                  static_cast<const std::byte*>(src.data) + static_cast<size_t>(rows[r] * src.ld) * es,
+                  static_cast<size_t>(src.cols) * es);
+    }
+  }
+
+  void softcap(const Tensor& x, float cap) override {
+    require_f32(x, "softcap", "x");
+    const double c = cap;
+    for (int64_t r = 0; r < x.rows; ++r)
+      for (float& v : std::span<float>(row(x, r), static_cast<size_t>(x.cols)))
+        v = static_cast<float>(std::tanh(v / c) * c);
+  }
+
+  void argmax(const Tensor& x, const Tensor& out) override {
+    require_f32(x, "argmax", "x");
+    require(out.dtype == DType::I32 && out.rows == x.rows, "argmax", "out must be i32 [x.rows, 1]");
+    for (int64_t r = 0; r < x.rows; ++r) out.as<int32_t>()[r * out.ld] = static_cast<int32_t>(cpu::argmax(row(x, r), x.cols));
+  }
+
+ private:
+  std::vector<float> scratch_, out_scratch_;
+  std::vector<cpu::PagedSeq> seqs_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+
+}  // namespace flashdraft::ops
