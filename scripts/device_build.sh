@@ -16,9 +16,12 @@ if [[ ! -d $sysroot/usr ]]; then
   for l in "$libdir"/*.so; do
     [[ -L $l ]] && ln -sf "$(basename "$(readlink "$l")")" "$l"
   done
+  # Point the packages' pkg-config files into the sysroot (a global
+  # PKG_CONFIG_SYSROOT_DIR would also redirect the system's own packages).
+  sed -i "s#^prefix=/usr#prefix=$sysroot/usr#" "$libdir"/pkgconfig/*.pc
 fi
 libdir=$sysroot/usr/lib/x86_64-linux-gnu
-export PKG_CONFIG_PATH=$libdir/pkgconfig PKG_CONFIG_SYSROOT_DIR=$sysroot
+export PKG_CONFIG_PATH=$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
 export LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export CPATH=$sysroot/usr/include LIBRARY_PATH=$libdir
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \

@@ -71,7 +71,7 @@ void run_batch(const GenerateOptions& o, const SamplingFlags& flags, const Specu
     if (!out) throw UsageError(fmt::format("--output {}: cannot write the file", o.output));
   }
 
-  LoadedModels models = load_models(dir, config, spec);
+  LoadedModels models = load_models(dir, config, spec, o);
   auto engine =
       make_engine(models, spec, o.concurrency, longest, params.max_tokens, collect_eos_ids(config, generation, tok));
   const auto start = std::chrono::steady_clock::now();

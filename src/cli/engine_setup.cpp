@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <system_error>
 
 #include "cli/load_progress.h"
 #include "cli/terminal.h"
 #include "core/error.h"
 #include "io/checkpoint.h"
+#include "ops/backend_factory.h"
 
 namespace flashdraft::cli {
 namespace {
@@ -55,21 +57,39 @@ SpeculativeSetup speculative_setup(const GenerateOptions& o) {
 }
 
 LoadedModels load_models(const std::filesystem::path& dir, const io::ModelConfig& config,
-                         const SpeculativeSetup& setup) {
+                         const SpeculativeSetup& setup, const GenerateOptions& options) {
   LoadedModels m;
-  {
+  m.gpu_memory_utilization = options.gpu_memory_utilization;
+  std::shared_ptr<ops::Backend> backend;
+  try {
+    backend = ops::make_backend(options.device);
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+  const bool dummy = options.load_format == "dummy";
+  if (dummy) {
+    const auto start = std::chrono::steady_clock::now();
+    m.target = model::Qwen3Model::load_dummy(config, backend);
+    fmt::print(stderr, "made random weights for {} on {} in {:.1f} s (--load-format dummy)\n", dir.string(),
+               backend->describe(),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  } else {
     io::Checkpoint checkpoint = io::Checkpoint::open(dir);
     LoadProgress progress(stderr, stderr_is_terminal());
-    m.target =
-        model::Qwen3Model::load(checkpoint, config, [&](size_t done, size_t total) { progress.update(done, total); });
+    m.target = model::Qwen3Model::load(
+        checkpoint, config, [&](size_t done, size_t total) { progress.update(done, total); }, backend);
     progress.finish(checkpoint.total_bytes());
   }
   if (!setup.draft_model.empty()) {
-    io::Checkpoint checkpoint = io::Checkpoint::open(setup.draft_model);
-    LoadProgress progress(stderr, stderr_is_terminal());
-    m.drafter = model::DFlashDrafter::load(checkpoint, model::load_drafter_model_config(setup.draft_model), *m.target,
-                                           [&](size_t done, size_t total) { progress.update(done, total); });
-    progress.finish(checkpoint.total_bytes());
+    if (dummy) {
+      m.drafter = model::DFlashDrafter::load_dummy(setup.draft_model, *m.target);
+    } else {
+      io::Checkpoint checkpoint = io::Checkpoint::open(setup.draft_model);
+      LoadProgress progress(stderr, stderr_is_terminal());
+      m.drafter = model::DFlashDrafter::load(checkpoint, model::load_drafter_model_config(setup.draft_model), *m.target,
+                                             [&](size_t done, size_t total) { progress.update(done, total); });
+      progress.finish(checkpoint.total_bytes());
+    }
     const int64_t block = m.drafter->config().block_size;
     if (setup.num_speculative_tokens && *setup.num_speculative_tokens > block - 1) {
       throw UsageError(
@@ -93,6 +113,21 @@ std::unique_ptr<engine::Engine> make_engine(LoadedModels& models, const Speculat
   const int64_t block = models.drafter ? models.drafter->config().block_size : 1;
   const int64_t positions = std::min(longest_prompt + std::max<int64_t>(max_tokens, 1), limit) + block;
   c.num_kv_blocks = running * ((positions + c.kv_block_size - 1) / c.kv_block_size);
+  ops::Backend& be = models.target->backend();
+  if (be.device() == ops::Device::CUDA) {
+    auto layers = models.target->kv_layers();
+    if (models.drafter)
+      for (const auto& l : models.drafter->kv_layers()) layers.push_back(l);
+    const auto per_block = model::KVPool::bytes_per_block(c.kv_block_size, layers, be.activation_dtype());
+    const auto budget = static_cast<int64_t>(static_cast<double>(be.free_memory()) * models.gpu_memory_utilization);
+    if (c.num_kv_blocks * per_block > budget) {
+      throw UsageError(fmt::format(
+          "the KV cache for {} requests of up to {} positions needs {:.2f} GiB, but --gpu-memory-utilization {} "
+          "of the GPU's free memory is {:.2f} GiB: lower --concurrency or --max-tokens",
+          running, positions, static_cast<double>(c.num_kv_blocks * per_block) / (1 << 30),
+          models.gpu_memory_utilization, static_cast<double>(budget) / (1 << 30)));
+    }
+  }
   return std::make_unique<engine::Engine>(*models.target, models.drafter.get(), c);
 }
 

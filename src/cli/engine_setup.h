@@ -25,15 +25,19 @@ SpeculativeSetup speculative_setup(const GenerateOptions& options);
 struct LoadedModels {
   std::unique_ptr<model::Qwen3Model> target;
   std::unique_ptr<model::DFlashDrafter> drafter;  // null: plain decoding
+  double gpu_memory_utilization = 0.9;
 };
 
 // Loads the target from `dir` (config already read) and the drafter named by
-// setup, each with its own "loaded ..." line on stderr.
+// setup onto the backend --device names (--load-format dummy: random weights
+// of the configs' shapes), each with its own "loaded ..." line on stderr.
 LoadedModels load_models(const std::filesystem::path& dir, const io::ModelConfig& config,
-                         const SpeculativeSetup& setup);
+                         const SpeculativeSetup& setup, const GenerateOptions& options);
 
 // An engine for up to `running` requests at once whose prompts have at most
-// `longest_prompt` tokens, with the KV pool sized for exactly that.
+// `longest_prompt` tokens, with the KV pool sized for exactly that. On a GPU,
+// a pool larger than --gpu-memory-utilization of the free memory is a
+// UsageError that says what would fit.
 std::unique_ptr<engine::Engine> make_engine(LoadedModels& models, const SpeculativeSetup& setup, int64_t running,
                                             int64_t longest_prompt, int64_t max_tokens, std::vector<int32_t> eos);
 

@@ -184,6 +184,20 @@ CLI::App* add_generate_command(CLI::App& app, GenerateOptions& o) {
                       "vLLM spelling of the two above: "
                       "'{\"method\":\"dflash\",\"model\":\"DIR\",\"num_speculative_tokens\":15}'")
           ->type_name("JSON");
+  cmd->add_option("--device", o.device,
+                  "Where the model runs: cuda, cpu, or auto = cuda when a GPU is visible, else cpu (default: auto)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->type_name("DEVICE");
+  cmd->add_option("--load-format", o.load_format,
+                  "auto: the directory's safetensors; dummy: random weights of the config's exact shapes, "
+                  "for timing real-size models without their checkpoint (default: auto)")
+      ->check(CLI::IsMember({"auto", "dummy"}))
+      ->type_name("FORMAT");
+  cmd->add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
+                  "Fraction of the GPU memory left free after loading the weights that the KV cache may take "
+                  "(default: 0.9)")
+      ->check(CLI::Range(0.01, 1.0))
+      ->type_name("FRACTION");
   o.prompts_file_option =
       cmd->add_option("--prompts-file", o.prompts_file,
                       "Batch mode: run every prompt of this jsonl file (HumanEval format, or {\"prompt\": ...} "
@@ -234,7 +248,7 @@ void run_generate(const GenerateOptions& o) {
   std::vector<int32_t> prompt = prompt_tokens(o, input, tok);
   std::vector<int32_t> eos = collect_eos_ids(config, generation, tok);
 
-  LoadedModels models = load_models(dir, config, spec);
+  LoadedModels models = load_models(dir, config, spec, o);
   auto engine = make_engine(models, spec, 1, static_cast<int64_t>(prompt.size()), params.max_tokens, eos);
   TextStream stream(tok, params.stop, write_text);
   const engine::RequestId id = engine->add(prompt, params, [&](int32_t token) { return stream.push(token); });

@@ -25,6 +25,9 @@ struct GenerateOptions {
   // DFlash: --draft-model [--num-speculative-tokens], or --speculative-config JSON.
   std::string draft_model, speculative_config;
   int num_speculative_tokens = 0;
+  // Where and how the weights load: --device cpu|cuda|auto, --load-format auto|dummy.
+  std::string device = "auto", load_format = "auto";
+  double gpu_memory_utilization = 0.9;
   // Batch mode: prompts from a jsonl file, run concurrently.
   std::string prompts_file, output;
   int concurrency = 8;

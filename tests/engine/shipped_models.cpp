@@ -1,27 +1,32 @@
 #include "shipped_models.h"
 
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "io/checkpoint.h"
 #include "io/generation_config.h"
 #include "io/model_config.h"
+#include "ops/backend_factory.h"
 
 namespace flashdraft::engine::testing {
 
 std::filesystem::path models_dir() { return std::filesystem::path(FD_SOURCE_DIR) / "models"; }
 
-ShippedModels& shipped() {
-  static ShippedModels* m = [] {
+ShippedModels& shipped(const std::string& device) {
+  static std::map<std::string, ShippedModels*> loaded;
+  ShippedModels*& m = loaded[device];
+  if (!m) {
     auto* s = new ShippedModels;
     const auto dir = models_dir() / "target";
-    s->target = model::Qwen3Model::load(io::Checkpoint::open(dir), io::load_model_config(dir));
+    s->target = model::Qwen3Model::load(io::Checkpoint::open(dir), io::load_model_config(dir), {},
+                                        ops::make_backend(device));
     s->tokenizer = std::make_unique<tokenizer::Tokenizer>(tokenizer::Tokenizer::load(dir));
     for (int64_t id : io::load_generation_config(dir).eos_token_ids) s->eos.push_back(static_cast<int32_t>(id));
     s->full = model::DFlashDrafter::load(models_dir() / "drafter-full", *s->target);
     s->swa = model::DFlashDrafter::load(models_dir() / "drafter-swa", *s->target);
-    return s;
-  }();
+    m = s;
+  }
   return *m;
 }
 
@@ -41,10 +46,11 @@ const std::vector<Prompt>& humaneval_prompts() {
 }
 
 RunResult run_all(model::DFlashDrafter* drafter, const EngineConfig& config, const std::vector<Prompt>& prompts,
-                  const SamplingParams& params) {
+                  const SamplingParams& params, ShippedModels* models) {
+  ShippedModels& m = models ? *models : shipped();
   EngineConfig c = config;
-  c.eos_token_ids = shipped().eos;
-  Engine engine(*shipped().target, drafter, c);
+  c.eos_token_ids = m.eos;
+  Engine engine(*m.target, drafter, c);
   std::vector<RequestId> ids;
   for (const auto& p : prompts) ids.push_back(engine.add(p.ids, params));
   while (engine.has_work()) engine.step();

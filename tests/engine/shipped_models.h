@@ -24,7 +24,8 @@ struct ShippedModels {
   std::unique_ptr<model::DFlashDrafter> full, swa;
   model::DFlashDrafter& drafter(const std::string& name) { return name == "drafter-full" ? *full : *swa; }
 };
-ShippedModels& shipped();  // loaded on first use
+// Loaded on first use, once per device ("cpu", "cuda": ops::make_backend's names).
+ShippedModels& shipped(const std::string& device = "cpu");
 
 // task_id and token ids of every HumanEval prompt, in file order.
 struct Prompt {
@@ -41,8 +42,9 @@ struct RunResult {
   int64_t preemptions = 0;
   std::vector<int64_t> request_preemptions;
 };
+// `models` (default: shipped()) holds the target; drafter, if any, must be one of its drafters.
 RunResult run_all(model::DFlashDrafter* drafter, const EngineConfig& config, const std::vector<Prompt>& prompts,
-                  const SamplingParams& params);
+                  const SamplingParams& params, ShippedModels* models = nullptr);
 
 SamplingParams greedy(int max_tokens);
 

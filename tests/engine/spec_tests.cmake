@@ -10,7 +10,7 @@ fd_add_test(engine_acceptance_tests
 # The lossless cases are registered one by one so that the plain greedy
 # reference is computed once (a ctest fixture) and the cases run in parallel.
 add_executable(engine_lossless_tests lossless_test.cpp shipped_models.cpp)
-target_link_libraries(engine_lossless_tests PRIVATE fd_engine fd_tokenizer nlohmann_json::nlohmann_json
+target_link_libraries(engine_lossless_tests PRIVATE fd_engine fd_backends fd_tokenizer nlohmann_json::nlohmann_json
   GTest::gtest_main)
 target_compile_definitions(engine_lossless_tests PRIVATE
   FD_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
@@ -31,20 +31,28 @@ endforeach()
 
 fd_add_test(engine_taps_tests
   SOURCES taps_matter_test.cpp shipped_models.cpp
-  LIBS fd_engine fd_tokenizer nlohmann_json::nlohmann_json
+  LIBS fd_engine fd_backends fd_tokenizer nlohmann_json::nlohmann_json
   LABELS slow)
 
 fd_add_test(engine_stops_tests
   SOURCES stops_test.cpp shipped_models.cpp
-  LIBS fd_engine fd_tokenizer nlohmann_json::nlohmann_json
+  LIBS fd_engine fd_backends fd_tokenizer nlohmann_json::nlohmann_json
   LABELS slow)
 
 fd_add_test(engine_sampling_lossless_tests
   SOURCES sampling_lossless_test.cpp shipped_models.cpp
-  LIBS fd_engine fd_tokenizer nlohmann_json::nlohmann_json
+  LIBS fd_engine fd_backends fd_tokenizer nlohmann_json::nlohmann_json
   LABELS slow)
 
 fd_add_test(engine_reference_parity_tests
   SOURCES reference_parity_test.cpp shipped_models.cpp
-  LIBS fd_engine fd_tokenizer nlohmann_json::nlohmann_json
+  LIBS fd_engine fd_backends fd_tokenizer nlohmann_json::nlohmann_json
   LABELS slow)
+
+# The shipped pair on the GPU: logits against the CPU backend, greedy DFlash
+# == plain greedy on the GPU (164 prompts), agreement with the CPU's greedy.
+# Reports SKIPPED where there is no GPU.
+fd_add_test(engine_gpu_tests
+  SOURCES gpu_shipped_test.cpp shipped_models.cpp
+  LIBS fd_engine fd_backends fd_tokenizer nlohmann_json::nlohmann_json
+  LABELS gpu)

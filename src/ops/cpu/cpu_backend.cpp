@@ -207,12 +207,14 @@ class CpuBackend final : public Backend {
     require_f32(x, "head_norm_rope", "x");
     require(x.cols == heads * head_dim && head_dim % 2 == 0 && rope.inv_freq.numel() == head_dim / 2,
             "head_norm_rope", "x must be [n, heads * head_dim] with an even head_dim and head_dim / 2 frequencies");
-    require(rope.attention_factor == 1.0f, "head_norm_rope", "RoPE attention factors are not supported yet");
     for (int64_t r = 0; r < x.rows; ++r) {
       float* v = row(x, r);
       if (norm_w) cpu::rmsnorm(v, norm_w->as<float>(), v, heads, head_dim, eps);
       const int64_t pos = positions[r];
       cpu::rope_neox(v, &pos, rope.inv_freq.as<float>(), 1, heads, head_dim);
+      // yarn scales cos and sin, i.e. the whole rotated vector.
+      if (rope.attention_factor != 1.0f)
+        for (int64_t i = 0; i < heads * head_dim; ++i) v[i] *= rope.attention_factor;
     }
   }
 

@@ -1,6 +1,6 @@
 #include "ops/cuda/device.h"
 
-#include <utility>
+#include <string>
 
 #include "core/error.h"
 
@@ -19,36 +19,6 @@ int device_count() {
     return 0;
   }
   return n;
-}
-
-DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
-  check(cudaMalloc(&ptr_, bytes), "cudaMalloc");
-}
-
-DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept
-    : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-
-DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
-  if (this != &o) {
-    if (ptr_) cudaFree(ptr_);
-    ptr_ = std::exchange(o.ptr_, nullptr);
-    bytes_ = std::exchange(o.bytes_, 0);
-  }
-  return *this;
-}
-
-DeviceBuffer::~DeviceBuffer() {
-  if (ptr_) cudaFree(ptr_);
-}
-
-void DeviceBuffer::upload(const void* host, size_t bytes) {
-  if (bytes > bytes_) throw Error("DeviceBuffer::upload: more bytes than the buffer holds");
-  check(cudaMemcpy(ptr_, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy host->device");
-}
-
-void DeviceBuffer::download(void* host, size_t bytes) const {
-  if (bytes > bytes_) throw Error("DeviceBuffer::download: more bytes than the buffer holds");
-  check(cudaMemcpy(host, ptr_, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy device->host");
 }
 
 }  // namespace flashdraft::ops::cuda

@@ -48,6 +48,7 @@ struct PagedAttentionPlan {
   int splits = 0;        // CTAs along the key range per (sequence, kv head, m tile)
   int chunk_keys = 0;    // keys per split
   int ctas = 0;          // attention grid size (a reduce kernel follows when splits > 1)
+  int stages = 0;        // depth of the K/V cp.async ring
 };
 PagedAttentionPlan last_paged_attention_plan();
 

@@ -1,26 +1,47 @@
 #include <algorithm>
 
+#include "ops/cuda/checks.h"
+#include "ops/cuda/common.cuh"
 #include "ops/cuda/device.h"
-#include "ops/cuda/ops.h"
+#include "ops/cuda/kernels.h"
 
 namespace flashdraft::ops::cuda {
 namespace {
 
-__global__ void silu_glu_kernel(const float* gate, const float* up, float* out, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    const float g = gate[i];
-    out[i] = g / (1.f + expf(-g)) * up[i];
+constexpr int kThreads = 256;
+
+// gate_up is the fused [gate | up] projection, so gate and up of one element
+// sit `inter` apart in the same row. x-blocks cover a row's columns and
+// y-blocks stride over rows (prefill can exceed the 65535 grid-y limit).
+// silu and the product are done in f32 and rounded once.
+template <int V>
+__global__ void silu_glu_kernel(const bf16* gate_up, int64_t ld_in, bf16* out, int64_t ld_out, int64_t rows,
+                                int64_t inter) {
+  const int64_t c = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * V;
+  if (c >= inter) return;
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    float g[V], u[V];
+    load_vec<V>(gate_up + r * ld_in + c, g);
+    load_vec<V>(gate_up + r * ld_in + inter + c, u);
+#pragma unroll
+    for (int i = 0; i < V; ++i) g[i] = g[i] / (1.f + expf(-g[i])) * u[i];
+    store_vec<V>(out + r * ld_out + c, g);
   }
 }
 
 }  // namespace
 
-void silu_glu(const float* gate, const float* up, float* out, int64_t n, cudaStream_t stream) {
-  if (n == 0) return;
-  constexpr int kThreads = 256;
-  const int64_t blocks = std::min<int64_t>((n + kThreads - 1) / kThreads, 65535);
-  silu_glu_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(gate, up, out, n);
+void silu_glu(const Tensor& gate_up, const Tensor& out, cudaStream_t stream) {
+  expect_tensor(gate_up, DType::BF16, "silu_glu", "gate_up");
+  expect_tensor(out, DType::BF16, "silu_glu", "out");
+  expect_shape(gate_up, out.rows, 2 * out.cols, "silu_glu", "gate_up");
+  if (out.empty()) return;
+  const int v = vector_elems(out.cols, 2, {&gate_up, &out});
+  const int64_t blocks_x = (out.cols / v + kThreads - 1) / kThreads;
+  const dim3 grid(static_cast<unsigned>(blocks_x), static_cast<unsigned>(std::min<int64_t>(out.rows, 65535)));
+  FD_DISPATCH_VEC(v, V,
+                  silu_glu_kernel<V><<<grid, kThreads, 0, stream>>>(gate_up.as<bf16>(), gate_up.ld, out.as<bf16>(),
+                                                                    out.ld, out.rows, out.cols));
   check(cudaGetLastError(), "silu_glu kernel launch");
 }
 

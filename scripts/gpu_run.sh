@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# One call on the lent GPU machine: build (scripts/device_build.sh), then the
+# GPU tests and benchmarks, logs under $OUT (default ./gpu-out). Needs
+# .carry/debs (scripts/device_fetch_debs.sh) carried with the call.
+# Usage: bash scripts/gpu_run.sh [tests] [bench] [attention]   (default: all three)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-gpu-out}
+mkdir -p "$out"
+what=${*:-tests bench attention}
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv,noheader | tee "$out/gpu.txt"
+source scripts/device_build.sh backend_ops_test batch_invariance_test engine_gpu_tests bench_step bench_backend_ops bench_attention flashdraft \
+  || exit 1
+export PYTHONUNBUFFERED=1
+if [[ $what == *tests* ]]; then
+  build-gpu/tests/backend_ops/backend_ops_test --gtest_brief=1 2>&1 | tail -40 | tee "$out/backend_ops.log"
+  build-gpu/tests/backend_ops/batch_invariance_test 2>&1 | grep -vE "^\[ (RUN|      OK) " | head -40 | tee "$out/batch_invariance.log"
+  (cd build-gpu/tests/engine && ./engine_gpu_tests 2>&1) | grep -E "^\[(gpu|  FAILED|  PASSED|==========)|Failure|differs" \
+    | tee "$out/engine_gpu.log"
+fi
+if [[ $what == *bench* ]]; then
+  build-gpu/bench/bench_step --target .carry/configs/qwen3-8b --drafter .carry/configs/qwen3-8b-dflash-b16 --contexts 1024,16384 --batches 1 --reps 20 2>&1 | tee "$out/bench_step.log"
+fi
+if [[ $what == *profile* ]]; then
+  # One batch-1 decode step at ctx 1024 under ncu: the sum of its kernel times.
+  ncu --profile-from-start off --clock-control none --metrics gpu__time_duration.sum --csv \
+    build-gpu/bench/bench_step --target .carry/configs/qwen3-8b --drafter .carry/configs/qwen3-8b-dflash-b16 \
+    --contexts 1024 --profile-decode >"$out/ncu_decode.csv" 2>"$out/ncu.err"
+  python3 - "$out/ncu_decode.csv" <<'PY' | tee "$out/ncu_decode_sum.txt"
+import csv, sys, collections
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
+head, body = rows[0], rows[1:]
+ki, ui, vi = head.index("Kernel Name"), head.index("Metric Unit"), head.index("Metric Value")
+scale = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3}
+by = collections.defaultdict(float)
+for r in body:
+    by[r[ki][:60]] += float(r[vi].replace(",", "")) * scale[r[ui]]
+total = sum(by.values())
+print(f"decode step, batch 1, ctx 1024: {len(body)} kernels, sum of kernel times {total/1000:.3f} ms")
+for k, v in sorted(by.items(), key=lambda x: -x[1])[:8]:
+    print(f"  {v/1000:8.3f} ms  {k}")
+PY
+fi
+if [[ $what == *attention* ]]; then
+  build-gpu/bench/bench_attention --check 2>&1 | tail -8 | tee "$out/attention_check.log"
+  build-gpu/bench/bench_attention --bench --csv "$out/attention_ours.csv" 2>&1 | tail -30 | tee "$out/bench_attention.log"
+  python3 bench/attention_sdpa.py --ours "$out/attention_ours.csv" 2>&1 | tail -30 | tee "$out/attention_sdpa.log"
+fi

@@ -1,0 +1,18 @@
+#pragma once
+// Picks a backend by name for the command line and the tests.
+#include <memory>
+#include <string>
+
+#include "ops/backend.h"
+
+namespace flashdraft::ops {
+
+// True when this build has the CUDA backend and a GPU is visible.
+bool cuda_available();
+
+// "cpu", "cuda" (device 0), or "auto": cuda when cuda_available(), else cpu.
+// Throws flashdraft::Error when cuda is asked for and absent (saying whether
+// the build lacks CUDA or the machine lacks a GPU), or for any other name.
+std::shared_ptr<Backend> make_backend(const std::string& device);
+
+}  // namespace flashdraft::ops

@@ -1,0 +1,331 @@
+#include "ops/cuda/cuda_backend.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "ops/cuda/checks.h"
+#include "ops/cuda/device.h"
+#include "ops/cuda/kernels.h"
+#include "ops/cuda/matmul_cublaslt.h"
+#include "ops/cuda/paged_attention.h"
+
+namespace flashdraft::ops::cuda {
+namespace {
+
+constexpr size_t kLtWorkspaceBytes = 64u << 20;
+// Two pinned staging buffers: the host converts one chunk while the other is
+// in flight, so uploading GBs of weights streams at conversion speed.
+constexpr size_t kStagingBytes = 16u << 20;
+
+// ---- host dtype conversions (uploads convert on the host, downloads widen) ----
+
+float bf16_to_f32(uint16_t h) {
+  const uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// Round to nearest even, as torch's .to(bfloat16); NaN stays a (quiet) NaN
+// instead of rounding up into infinity.
+uint16_t f32_to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+float f16_to_f32(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+  uint32_t u;
+  if (exp == 0x1f) {
+    u = sign | 0x7f800000u | (mant << 13);
+  } else if (exp != 0) {
+    u = sign | ((exp + 112) << 23) | (mant << 13);
+  } else {
+    // Zero or subnormal: mant * 2^-24 is exact in f32.
+    const float f = static_cast<float>(mant) * 0x1p-24f;
+    std::memcpy(&u, &f, 4);
+    u |= sign;
+  }
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+float to_f32(const void* src, DType dtype, size_t i) {
+  switch (dtype) {
+    case DType::F32:
+      return static_cast<const float*>(src)[i];
+    case DType::BF16:
+      return bf16_to_f32(static_cast<const uint16_t*>(src)[i]);
+    default:
+      return f16_to_f32(static_cast<const uint16_t*>(src)[i]);
+  }
+}
+
+// n elements of src_dtype at src -> n elements of dst_dtype at dst.
+void convert(const void* src, DType src_dtype, void* dst, DType dst_dtype, size_t n) {
+  if (src_dtype == dst_dtype) {
+    std::memcpy(dst, src, n * dtype_size(dst_dtype));
+  } else if (dst_dtype == DType::F32) {
+    auto* d = static_cast<float*>(dst);
+    for (size_t i = 0; i < n; ++i) d[i] = to_f32(src, src_dtype, i);
+  } else if (src_dtype == DType::F32) {
+    const auto* s = static_cast<const float*>(src);
+    auto* d = static_cast<uint16_t*>(dst);
+    for (size_t i = 0; i < n; ++i) d[i] = f32_to_bf16(s[i]);
+  } else {  // f16 -> bf16, through f32 (exact) with one rounding
+    const auto* s = static_cast<const uint16_t*>(src);
+    auto* d = static_cast<uint16_t*>(dst);
+    for (size_t i = 0; i < n; ++i) d[i] = f32_to_bf16(f16_to_f32(s[i]));
+  }
+}
+
+// A copy between the host and a (possibly strided) view goes in pieces that
+// fit a staging buffer: whole rows where a row fits, else parts of one row.
+// A contiguous view is treated as one long row so pieces are as large as the
+// buffer allows.
+struct Piece {
+  int64_t r0, rows, c0, cols;
+};
+
+Tensor flat(const Tensor& t) { return t.contiguous() ? Tensor{t.data, t.dtype, t.device, 1, t.numel(), t.numel()} : t; }
+
+std::vector<Piece> pieces(const Tensor& t, size_t capacity_bytes) {
+  std::vector<Piece> out;
+  const size_t es = dtype_size(t.dtype);
+  const auto cap = static_cast<int64_t>(capacity_bytes / es);
+  if (t.cols <= cap) {
+    const int64_t per = cap / t.cols;
+    for (int64_t r = 0; r < t.rows; r += per) out.push_back({r, std::min(per, t.rows - r), 0, t.cols});
+  } else {
+    for (int64_t r = 0; r < t.rows; ++r)
+      for (int64_t c = 0; c < t.cols; c += cap) out.push_back({r, 1, c, std::min(cap, t.cols - c)});
+  }
+  return out;
+}
+
+void* element(const Tensor& t, int64_t r, int64_t c) {
+  return static_cast<char*>(t.data) + static_cast<size_t>(r * t.ld + c) * dtype_size(t.dtype);
+}
+
+// Buffers may outlive the backend that made them: freeing needs only the runtime.
+void free_device(void* p) {
+  if (p) cudaFree(p);
+}
+
+// Pinned host memory and the event marking its last transfer.
+struct Staging {
+  void* host = nullptr;
+  cudaEvent_t done = nullptr;
+};
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(int index) : index_(index), matmul_(nullptr) {
+    const int n = device_count();
+    if (index < 0 || index >= n)
+      throw Error("CUDA device " + std::to_string(index) + " requested, but " + std::to_string(n) +
+                  " usable device(s) found");
+    check(cudaSetDevice(index), "cudaSetDevice");
+    cudaDeviceProp prop{};
+    check(cudaGetDeviceProperties(&prop, index), "cudaGetDeviceProperties");
+    name_ = prop.name;
+    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    matmul_ = std::make_unique<CublasLtMatmul>(kLtWorkspaceBytes);
+  }
+
+  ~CudaBackend() override {
+    // Queued work may still read the staging buffers or the workspace.
+    if (stream_) cudaStreamSynchronize(stream_);
+    for (Staging& s : staging_) {
+      if (s.done) cudaEventDestroy(s.done);
+      if (s.host) cudaFreeHost(s.host);
+    }
+    matmul_.reset();
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+
+  Device device() const override { return Device::CUDA; }
+  std::string describe() const override { return "cuda:" + std::to_string(index_) + " " + name_ + " (bf16)"; }
+  DType weight_dtype() const override { return DType::BF16; }
+  DType activation_dtype() const override { return DType::BF16; }
+
+  Buffer alloc(size_t bytes) override {
+    void* p = nullptr;
+    if (bytes > 0) {
+      const cudaError_t status = cudaMalloc(&p, bytes);
+      if (status != cudaSuccess) {
+        cudaGetLastError();  // an out-of-memory status must not stick to later launches
+        throw Error("CUDA out of memory: cannot allocate " + std::to_string(bytes) + " bytes on " + describe() + " (" +
+                    std::to_string(free_memory()) + " bytes free): " + cudaGetErrorString(status));
+      }
+    }
+    return Buffer(std::shared_ptr<void>(p, free_device), bytes, Device::CUDA);
+  }
+
+  size_t free_memory() const override {
+    size_t free = 0, total = 0;
+    check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
+    return free;
+  }
+
+  void upload(const Tensor& dst, const void* src, DType src_dtype) override {
+    expect_tensor(dst, dst.dtype, "upload", "dst");
+    const bool ok =
+        src_dtype == dst.dtype || (src_dtype != DType::I32 && (dst.dtype == DType::F32 || dst.dtype == DType::BF16));
+    if (!ok) fail("upload", std::string("cannot convert ") + dtype_name(src_dtype) + " to " + dtype_name(dst.dtype));
+    if (dst.empty()) return;
+    if (!src) fail("upload", "src is null");
+    const Tensor t = flat(dst);
+    const size_t dst_es = dtype_size(t.dtype), src_es = dtype_size(src_dtype);
+    int next = 0;
+    for (const Piece& p : pieces(t, kStagingBytes)) {
+      Staging& s = staging(next);
+      next ^= 1;
+      check(cudaEventSynchronize(s.done), "upload: waiting for a staging buffer");
+      // Pieces are whole rows or a part of one row, so their source is contiguous.
+      const auto* from = static_cast<const char*>(src) + static_cast<size_t>(p.r0 * t.cols + p.c0) * src_es;
+      convert(from, src_dtype, s.host, t.dtype, static_cast<size_t>(p.rows * p.cols));
+      const size_t width = static_cast<size_t>(p.cols) * dst_es;
+      check(cudaMemcpy2DAsync(element(t, p.r0, p.c0), static_cast<size_t>(row_pitch(t)) * dst_es, s.host, width, width,
+                              static_cast<size_t>(p.rows), cudaMemcpyHostToDevice, stream_),
+            "upload cudaMemcpy2DAsync");
+      check(cudaEventRecord(s.done, stream_), "upload cudaEventRecord");
+    }
+    // src is consumed; the staging buffers are guarded by their events, so
+    // the copies themselves may still be in flight when this returns.
+  }
+
+  void download(const Tensor& src, float* dst) override {
+    expect_float_tensor(src, "download", "src");
+    transfer_down(src, dst, [&](const void* staged, const Piece& p, float* out) {
+      convert(staged, src.dtype, out, DType::F32, static_cast<size_t>(p.rows * p.cols));
+    });
+  }
+
+  void download_i32(const Tensor& src, int32_t* dst) override {
+    expect_tensor(src, DType::I32, "download_i32", "src");
+    transfer_down(src, dst, [&](const void* staged, const Piece& p, int32_t* out) {
+      std::memcpy(out, staged, static_cast<size_t>(p.rows * p.cols) * sizeof(int32_t));
+    });
+  }
+
+  void copy(const Tensor& src, const Tensor& dst) override {
+    expect_tensor(src, src.dtype, "copy", "src");
+    expect_tensor(dst, src.dtype, "copy", "dst");
+    expect_shape(dst, src.rows, src.cols, "copy", "dst");
+    if (src.empty()) return;
+    const size_t es = dtype_size(src.dtype);
+    if (src.contiguous() && dst.contiguous()) {
+      check(
+          cudaMemcpyAsync(dst.data, src.data, static_cast<size_t>(src.numel()) * es, cudaMemcpyDeviceToDevice, stream_),
+          "copy cudaMemcpyAsync");
+    } else {
+      check(cudaMemcpy2DAsync(dst.data, static_cast<size_t>(row_pitch(dst)) * es, src.data,
+                              static_cast<size_t>(row_pitch(src)) * es, static_cast<size_t>(src.cols) * es,
+                              static_cast<size_t>(src.rows), cudaMemcpyDeviceToDevice, stream_),
+            "copy cudaMemcpy2DAsync");
+    }
+  }
+
+  void fill_nan(const Tensor& t) override { cuda::fill_nan(t, stream_); }
+  void fill_uniform(const Tensor& t, uint64_t seed, float lo, float hi) override {
+    cuda::fill_uniform(t, seed, lo, hi, stream_);
+  }
+  void synchronize() override { check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
+
+  void embedding(const Tensor& table, const Tensor& ids, const Tensor& out, float scale) override {
+    cuda::embedding(table, ids, out, scale, stream_);
+  }
+  void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) override {
+    matmul_->run(x, w, bias, y, stream_);
+  }
+  void rmsnorm(const Tensor& x, const Tensor& w, const Tensor& y, float eps) override {
+    cuda::rmsnorm(x, w, y, eps, stream_);
+  }
+  void add_rmsnorm(const Tensor& residual, const Tensor& delta, const Tensor& w, const Tensor& y, float eps) override {
+    cuda::add_rmsnorm(residual, delta, w, y, eps, stream_);
+  }
+  void head_norm_rope(const Tensor& x, int64_t heads, int64_t head_dim, const Tensor* norm_w, const int32_t* positions,
+                      const Rope& rope, float eps) override {
+    cuda::head_norm_rope(x, heads, head_dim, norm_w, positions, rope, eps, stream_);
+  }
+  void silu_glu(const Tensor& gate_up, const Tensor& out) override { cuda::silu_glu(gate_up, out, stream_); }
+  void store_kv(const Tensor& k, const Tensor& v, const int32_t* slots, const Tensor& k_cache,
+                const Tensor& v_cache) override {
+    cuda::store_kv(k, v, slots, k_cache, v_cache, stream_);
+  }
+  void paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& out,
+                       const AttnBatch& batch, const AttentionMask& mask, int64_t n_heads, int64_t n_kv_heads,
+                       int64_t head_dim, float scale) override {
+    cuda::paged_attention(q, k_cache, v_cache, out, batch, mask, n_heads, n_kv_heads, head_dim, scale,
+                          attention_workspace_, stream_);
+  }
+  void gather_rows(const Tensor& src, const int32_t* rows, const Tensor& dst) override {
+    cuda::gather_rows(src, rows, dst, stream_);
+  }
+  void softcap(const Tensor& x, float cap) override { cuda::softcap(x, cap, stream_); }
+  void argmax(const Tensor& x, const Tensor& out) override { cuda::argmax(x, out, stream_); }
+
+ private:
+  Staging& staging(int i) {
+    Staging& s = staging_[i];
+    if (!s.host) {
+      check(cudaMallocHost(&s.host, kStagingBytes), "cudaMallocHost (staging buffer)");
+      check(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming), "cudaEventCreate");
+    }
+    return s;
+  }
+
+  // Device view -> staging (pinned) -> `unpack` into dst, one piece at a time,
+  // with the next piece's copy queued before the current one is unpacked.
+  template <class Out, class Unpack>
+  void transfer_down(const Tensor& src, Out* dst, Unpack unpack) {
+    if (src.empty()) return;
+    if (!dst) fail("download", "dst is null");
+    const Tensor t = flat(src);
+    const size_t es = dtype_size(t.dtype);
+    const std::vector<Piece> ps = pieces(t, kStagingBytes);
+    auto enqueue = [&](size_t i) {
+      const Piece& p = ps[i];
+      Staging& s = staging(static_cast<int>(i % 2));
+      check(cudaEventSynchronize(s.done), "download: waiting for a staging buffer");
+      const size_t width = static_cast<size_t>(p.cols) * es;
+      check(cudaMemcpy2DAsync(s.host, width, element(t, p.r0, p.c0), static_cast<size_t>(row_pitch(t)) * es, width,
+                              static_cast<size_t>(p.rows), cudaMemcpyDeviceToHost, stream_),
+            "download cudaMemcpy2DAsync");
+      check(cudaEventRecord(s.done, stream_), "download cudaEventRecord");
+    };
+    enqueue(0);
+    for (size_t i = 0; i < ps.size(); ++i) {
+      if (i + 1 < ps.size()) enqueue(i + 1);
+      Staging& s = staging_[i % 2];
+      check(cudaEventSynchronize(s.done), "download: waiting for the copy");
+      const Piece& p = ps[i];
+      unpack(s.host, p, dst + p.r0 * t.cols + p.c0);
+    }
+  }
+
+  int index_;
+  std::string name_;
+  cudaStream_t stream_ = nullptr;
+  std::unique_ptr<CublasLtMatmul> matmul_;
+  AttentionWorkspace attention_workspace_;
+  Staging staging_[2];
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(int index) { return std::make_unique<CudaBackend>(index); }
+
+}  // namespace flashdraft::ops::cuda

@@ -1,0 +1,32 @@
+#pragma once
+// Launchers of the CUDA backend's ops, one per .cu file in this folder. Each
+// checks its views on the host (flashdraft::Error naming the op and the
+// argument) and enqueues its kernel on `stream`; semantics are those of the
+// same-named Backend op in ops/backend.h.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "ops/backend.h"
+
+namespace flashdraft::ops::cuda {
+
+void embedding(const Tensor& table, const Tensor& ids, const Tensor& out, float scale, cudaStream_t stream);
+void rmsnorm(const Tensor& x, const Tensor& w, const Tensor& y, float eps, cudaStream_t stream);
+void add_rmsnorm(const Tensor& residual, const Tensor& delta, const Tensor& w, const Tensor& y, float eps,
+                 cudaStream_t stream);
+void head_norm_rope(const Tensor& x, int64_t heads, int64_t head_dim, const Tensor* norm_w, const int32_t* positions,
+                    const Rope& rope, float eps, cudaStream_t stream);
+void silu_glu(const Tensor& gate_up, const Tensor& out, cudaStream_t stream);
+void store_kv(const Tensor& k, const Tensor& v, const int32_t* slots, const Tensor& k_cache, const Tensor& v_cache,
+              cudaStream_t stream);
+void gather_rows(const Tensor& src, const int32_t* rows, const Tensor& dst, cudaStream_t stream);
+void softcap(const Tensor& x, float cap, cudaStream_t stream);
+void argmax(const Tensor& x, const Tensor& out, cudaStream_t stream);
+void fill_nan(const Tensor& t, cudaStream_t stream);
+void fill_uniform(const Tensor& t, uint64_t seed, float lo, float hi, cudaStream_t stream);
+// y[r, :] += bias: matmul's fallback when cuBLASLt's bias epilogue cannot take
+// the dtype pair (bias dtype other than y's).
+void add_bias(const Tensor& y, const Tensor& bias, cudaStream_t stream);
+
+}  // namespace flashdraft::ops::cuda

@@ -1,0 +1,158 @@
+// Batch invariance, bit for bit, on every backend: a row's result must not
+// depend on how many rows share the call or which requests share the batch.
+// Greedy DFlash equals plain decoding only because of this: a verify row (one
+// of 16, next to other requests' rows) must give exactly the logits the same
+// row gets when plain decoding runs it alone.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ops/backend.h"
+#ifdef FD_BACKEND_OPS_CUDA
+#include "ops/cuda/cuda_backend.h"
+#include "ops/cuda/device.h"
+#endif
+
+namespace flashdraft::ops {
+namespace {
+
+std::shared_ptr<Backend> backend_named(const std::string& name) {
+  if (name == "cpu") return make_cpu_backend();
+#ifdef FD_BACKEND_OPS_CUDA
+  if (cuda::device_count() > 0) return cuda::make_cuda_backend(0);
+#endif
+  return nullptr;
+}
+
+std::vector<float> random_vec(size_t n, uint64_t seed, float scale = 1.0f) {
+  std::mt19937_64 g(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(g);
+  return v;
+}
+
+std::vector<float> download(Backend& be, const Tensor& t) {
+  std::vector<float> v(static_cast<size_t>(t.numel()));
+  be.download(t, v.data());
+  return v;
+}
+
+bool same_bits(const float* a, const float* b, int64_t n) { return std::memcmp(a, b, sizeof(float) * n) == 0; }
+
+class BatchInvariance : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    be_ = backend_named(GetParam());
+    if (!be_) GTEST_SKIP() << "no CUDA device on this machine (or a build without CUDA)";
+  }
+  OwnedTensor upload(const std::vector<float>& v, int64_t rows, int64_t cols, DType dt) {
+    auto t = be_->alloc_tensor(dt, rows, cols);
+    be_->upload(t.t, v.data(), DType::F32);
+    return t;
+  }
+  OwnedTensor upload_i32(const std::vector<int32_t>& v) {
+    auto t = be_->alloc_tensor(DType::I32, static_cast<int64_t>(v.size()), 1);
+    be_->upload(t.t, v.data(), DType::I32);
+    return t;
+  }
+  std::shared_ptr<Backend> be_;
+};
+
+TEST_P(BatchInvariance, MatmulRowDoesNotDependOnRowCount) {
+  Backend& be = *be_;
+  const DType dt = be.activation_dtype();
+  for (auto [in, out] : {std::pair<int64_t, int64_t>{4096, 6144}, {384, 1152}, {12288, 4096}}) {
+    const int64_t n = 300;
+    auto x = upload(random_vec(static_cast<size_t>(n * in), 1), n, in, dt);
+    auto w = upload(random_vec(static_cast<size_t>(out * in), 2, 0.02f), out, in, be.weight_dtype());
+    auto y = be.alloc_tensor(dt, n, out);
+    be.matmul(x.t, w.t, nullptr, y.t);
+    const auto all = download(be, y.t);
+    for (int64_t rows : {1, 2, 16, 128}) {
+      for (int64_t r0 : {int64_t{0}, n - rows}) {
+        auto part = be.alloc_tensor(dt, rows, out);
+        be.matmul(x.t.row_slice(r0, rows), w.t, nullptr, part.t);
+        const auto got = download(be, part.t);
+        EXPECT_TRUE(same_bits(got.data(), all.data() + r0 * out, rows * out))
+            << in << "x" << out << ": rows [" << r0 << ", " << r0 + rows << ") alone differ from the same rows in "
+            << n;
+      }
+    }
+  }
+}
+
+// One sequence of interest (context C, then its rows) alone and among others,
+// with 1 row (decode) or 16 (verify / drafter block); its first row must come
+// out identical every time.
+TEST_P(BatchInvariance, AttentionRowDoesNotDependOnTheBatch) {
+  // The CPU reference takes a direct path for 1-3 rows and a GEMM path for
+  // more: equal to fp32 rounding, not bit for bit (its lossless tests hold at
+  // fp32); the bf16 GPU backend needs the exact property.
+  if (GetParam() == "cpu") GTEST_SKIP() << "the CPU reference is invariant to rounding only";
+  Backend& be = *be_;
+  const DType dt = be.activation_dtype();
+  const int64_t nh = 32, nkv = 8, hd = 128, bs = 16, kv = nkv * hd, q_dim = nh * hd;
+  const int32_t C = 3001;
+  // Pool: the sequence of interest owns blocks [0, 200); 7 others own theirs after.
+  const std::vector<int32_t> others_ctx = {5000, 17, 1200, 64, 2999, 300, 8191};
+  int32_t next_block = 200;
+  std::vector<std::vector<int32_t>> tables(1 + others_ctx.size());
+  for (int32_t b = 0; b < 200; ++b) tables[0].push_back(b);
+  for (size_t o = 0; o < others_ctx.size(); ++o)
+    for (int32_t b = 0; b * bs < others_ctx[o] + 16; ++b) tables[o + 1].push_back(next_block++);
+  const int64_t slots = int64_t{next_block} * bs;
+  auto k = upload(random_vec(static_cast<size_t>(slots * kv), 3), slots, kv, dt);
+  auto v = upload(random_vec(static_cast<size_t>(slots * kv), 4), slots, kv, dt);
+  const auto q_host = random_vec(static_cast<size_t>(16 * 8 * q_dim), 5);
+
+  // rows_of_interest rows for the sequence, then (if crowd) 16 rows for each other one.
+  const auto run = [&](int64_t rows, bool crowd, const AttentionMask& mask) {
+    std::vector<int32_t> q_start = {0}, pos0, bt, positions, slot_ids;
+    const size_t n_seqs = crowd ? tables.size() : 1;
+    const int32_t max_blocks = 600;
+    for (size_t s = 0; s < n_seqs; ++s) {
+      const int32_t ctx = s == 0 ? C : others_ctx[s - 1];
+      const int32_t r = s == 0 ? static_cast<int32_t>(rows) : 16;
+      pos0.push_back(ctx);
+      q_start.push_back(q_start.back() + r);
+      std::vector<int32_t> t = tables[s];
+      t.resize(max_blocks, 0);
+      bt.insert(bt.end(), t.begin(), t.end());
+      for (int32_t i = 0; i < r; ++i) positions.push_back(ctx + i);
+    }
+    const int32_t n_rows = q_start.back();
+    auto qs = be.alloc_tensor(DType::I32, n_seqs + 1, 1), ps = be.alloc_tensor(DType::I32, n_seqs, 1);
+    auto bts = upload_i32(bt), pos = upload_i32(positions);
+    be.upload(qs.t, q_start.data(), DType::I32);
+    be.upload(ps.t, pos0.data(), DType::I32);
+    int32_t max_keys = 0;
+    for (size_t s = 0; s < n_seqs; ++s) max_keys = std::max(max_keys, pos0[s] + q_start[s + 1] - q_start[s]);
+    AttnBatch batch{static_cast<int32_t>(n_seqs), n_rows, crowd ? 16 : static_cast<int32_t>(rows), max_keys,
+                    max_blocks, static_cast<int32_t>(bs), qs.t.as<int32_t>(), ps.t.as<int32_t>(),
+                    bts.t.as<int32_t>(), pos.t.as<int32_t>(), nullptr};
+    auto q = upload(std::vector<float>(q_host.begin(), q_host.begin() + n_rows * q_dim), n_rows, q_dim, dt);
+    auto out = be.alloc_tensor(dt, n_rows, q_dim);
+    be.paged_attention(q.t, k.t, v.t, out.t, batch, mask, nh, nkv, hd, 0.088f);
+    return download(be, out.t.row_slice(0, 1));
+  };
+  // The query of the first row is the same in every run (q_host's first row).
+  const AttentionMask causal{true, 0}, block{false, 0}, sliding{true, 2048};
+  const auto decode = run(1, false, causal);
+  EXPECT_TRUE(same_bits(run(16, false, causal).data(), decode.data(), q_dim)) << "verify row 0 vs decode";
+  EXPECT_TRUE(same_bits(run(1, true, causal).data(), decode.data(), q_dim)) << "decode among 7 others";
+  EXPECT_TRUE(same_bits(run(16, true, causal).data(), decode.data(), q_dim)) << "verify row 0 among 7 others";
+  for (const auto& [name, mask] : {std::pair<const char*, AttentionMask>{"block", block}, {"sliding", sliding}}) {
+    const auto alone = run(16, false, mask);
+    EXPECT_TRUE(same_bits(run(16, true, mask).data(), alone.data(), q_dim)) << name << " block among 7 others";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, BatchInvariance, ::testing::Values("cpu", "cuda"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace flashdraft::ops

@@ -1,0 +1,681 @@
+#include "op_cases.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <set>
+#include <string>
+#include <tuple>
+
+#include "core/error.h"
+#include "ops/ops.h"
+
+namespace flashdraft::ops::testing {
+
+const char* op_name(Op op) {
+  switch (op) {
+    case Op::Embedding: return "embedding";
+    case Op::Matmul: return "matmul";
+    case Op::RmsNorm: return "rmsnorm";
+    case Op::AddRmsNorm: return "add_rmsnorm";
+    case Op::HeadNormRope: return "head_norm_rope";
+    case Op::SiluGlu: return "silu_glu";
+    case Op::StoreKv: return "store_kv";
+    case Op::GatherRows: return "gather_rows";
+    case Op::Softcap: return "softcap";
+    case Op::Argmax: return "argmax";
+    case Op::PagedAttention: return "paged_attention";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr float kEps = 1e-6f;
+constexpr double kRopeTheta = 1e6;  // Qwen3's
+// Columns the strided views leave on each side: 16-byte aligned starts and
+// row strides, like a column slice of a fused buffer.
+constexpr int64_t kPadLeft = 64, kPadRight = 64;
+
+// Error bounds for a bf16 backend against the f32 reference (inputs already
+// bf16-exact, so only the op's own roundings count). Rounding a value to bf16
+// (8 significant bits) leaves a relative error of mean square ~2.8e-6
+// (uniform error of half an ulp, averaged over the significand); the bounds
+// are that times the number of roundings on the op's path, with ~3x margin.
+constexpr double kOneRounding = 1e-5;
+constexpr double kTwoRoundings = 2e-5;
+
+double bf16_bound(const OpCase& c) {
+  switch (c.op) {
+    // One rounding: table[id] * scale in f32, rounded once.
+    case Op::Embedding: return kOneRounding;
+    // bf16 y: one rounding of an f32-accumulated dot product (f32 summation
+    // error over K <= 12288 terms is ~1e-11). f32 y (logits): no rounding at
+    // all, only the summation order differs; 1e-8 still catches a result that
+    // went through bf16 on its way (~3e-6).
+    case Op::Matmul: return c.f32 ? 1e-8 : kOneRounding;
+    // One rounding of y; the statistics are f32.
+    case Op::RmsNorm: return kOneRounding;
+    // The residual is stored in bf16 (one rounding), and y is normalised from
+    // it (or from the f32 sum) and rounded again: two.
+    case Op::AddRmsNorm: return kTwoRoundings;
+    // Up to two roundings (after the norm, after the rotation). The angle is
+    // the same f32 product pos * inv_freq on both sides, so positions up to
+    // 32k cost only cos/sin's last-ulp differences; a fast __sinf of a 32k
+    // angle (error ~1e-3) would not pass.
+    case Op::HeadNormRope: return kTwoRoundings;
+    // One rounding of silu(g) * u computed in f32.
+    case Op::SiluGlu: return kOneRounding;
+    // Copies of bf16-exact values: exact.
+    case Op::StoreKv:
+    case Op::GatherRows: return 0.0;
+    // f32 in and out: only tanhf's last ulps differ (~1e-14). An approximate
+    // tanh (tanh.approx.f32, ~2^-11 relative) gives ~1e-7 and fails on purpose:
+    // logits must stay f32-accurate.
+    case Op::Softcap: return 1e-9;
+    // Compared exactly (inputs have a clear winner or exact f32 ties).
+    case Op::Argmax: return 0.0;
+    // Scores from bf16-exact q and k accumulate in f32; flash kernels round the
+    // probabilities P to bf16 for the tensor-core P.V product (each p off by
+    // ~2^-9, giving an NMSE of about one rounding) and round the output: ~6e-6
+    // expected. 1e-4 leaves margin while a mask off by one key (an extra or
+    // missing key among the <= 64 a small window or an early prefill row sees)
+    // costs > 1e-3.
+    case Op::PagedAttention: return 1e-4;
+  }
+  return 0.0;
+}
+
+std::string seqs_label(const std::vector<SeqRows>& seqs) {
+  int32_t max_ctx = 0;
+  std::set<int32_t> rows;
+  for (const SeqRows& s : seqs) {
+    max_ctx = std::max(max_ctx, s.context);
+    rows.insert(s.rows);
+  }
+  std::string q = rows.size() == 1 ? "q" + std::to_string(*rows.begin()) : std::string("qmixed");
+  return q + "x" + std::to_string(seqs.size()) + "_ctx" + std::to_string(max_ctx);
+}
+
+// splitmix64: fast enough for the 600M-element logits weight.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : s_(seed) {}
+  uint64_t next() {
+    uint64_t z = (s_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  float uniform(float lo, float hi) { return lo + (hi - lo) * static_cast<float>(next() >> 40) * 0x1p-24f; }
+  int64_t below(int64_t n) { return static_cast<int64_t>(next() % static_cast<uint64_t>(n)); }
+  std::vector<float> uniform(size_t n, float lo, float hi) {
+    std::vector<float> v(n);
+    for (float& x : v) x = uniform(lo, hi);
+    return v;
+  }
+
+ private:
+  uint64_t s_;
+};
+
+float round_bf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7f800000u) == 0x7f800000u) return x;  // NaN / inf: keep
+  u += 0x7fffu + ((u >> 16) & 1u);                 // round to nearest even
+  u &= 0xffff0000u;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+}  // namespace
+
+struct CaseData {
+  std::vector<float> x, w, bias, residual, delta, norm_q, norm_k, inv_freq, k_pool, v_pool;
+  std::vector<int32_t> ids, positions;
+  HostAttnBatch attn;
+};
+
+std::vector<OpCase> op_cases(DType dtype) {
+  if (dtype != DType::BF16 && dtype != DType::F32)
+    throw Error(std::string("backend op cases: no bounds for ") + dtype_name(dtype));
+  std::vector<OpCase> v;
+  auto add = [&](OpCase c) {
+    c.dtype = dtype;
+    // F32 is the CPU backend compared with itself: identical code on identical inputs.
+    c.max_nmse = dtype == DType::F32 ? 0.0 : bf16_bound(c);
+    v.push_back(std::move(c));
+  };
+  auto S = [](int64_t x) { return std::to_string(x); };
+
+  // ---- embedding: ids up to the largest vocab; scaled (Gemma-style sqrt(hidden)) and not.
+  struct Emb {
+    int64_t n, vocab, dim;
+    float scale;
+  };
+  for (Emb e : {Emb{1, 151936, 1024, 1.0f}, Emb{16, 32000, 4096, 1.0f}, Emb{200, 32000, 2048, std::sqrt(2048.0f)},
+                Emb{2048, 8192, 4096, 0.7f}}) {
+    OpCase c{.op = Op::Embedding, .n = e.n, .dim = e.dim, .table = e.vocab, .scalar = e.scale};
+    c.name = "embedding_n" + S(e.n) + "_v" + S(e.vocab) + "_d" + S(e.dim) + (e.scale != 1.0f ? "_scaled" : "");
+    add(c);
+  }
+
+  // ---- matmul: Qwen3-8B's fused qkv, gate_up and down, a small drafter-sized
+  // projection; decode, verify, prefill-chunk and long-prefill row counts.
+  struct Mm {
+    int64_t in, out;
+  };
+  auto matmul = [&](int64_t n, Mm s, bool bias, bool strided, bool f32) {
+    OpCase c{.op = Op::Matmul, .n = n, .dim = s.in, .out = s.out, .bias = bias, .strided = strided, .f32 = f32};
+    c.name = "matmul_n" + S(n) + "_" + S(s.in) + "x" + S(s.out) + (bias ? "_bias" : "") + (strided ? "_strided" : "") +
+             (f32 ? "_f32out" : "");
+    add(c);
+  };
+  for (int64_t n : {1, 16, 200, 2048})
+    for (Mm s : {Mm{4096, 6144}, Mm{4096, 24576}, Mm{12288, 4096}, Mm{384, 1152}}) matmul(n, s, false, false, false);
+  matmul(1, {4096, 6144}, true, false, false);
+  matmul(200, {4096, 6144}, true, false, false);
+  matmul(16, {384, 1152}, true, false, false);
+  matmul(16, {4096, 6144}, false, true, false);
+  matmul(200, {12288, 4096}, true, true, false);
+  // Logits: f32 out, decode and verify only (the lm head never sees a prefill chunk).
+  matmul(1, {4096, 151936}, false, false, true);
+  matmul(16, {4096, 151936}, false, false, true);
+
+  // ---- rmsnorm / add_rmsnorm
+  auto rmsnorm = [&](int64_t n, int64_t dim, bool strided, bool in_place) {
+    OpCase c{.op = Op::RmsNorm, .n = n, .dim = dim, .strided = strided, .in_place = in_place};
+    c.name = "rmsnorm_n" + S(n) + "_d" + S(dim) + (strided ? "_strided" : "") + (in_place ? "_inplace" : "");
+    add(c);
+  };
+  for (int64_t n : {1, 16, 200, 2048}) rmsnorm(n, 4096, false, false);
+  rmsnorm(200, 1024, false, false);
+  rmsnorm(16, 4096, true, false);
+  rmsnorm(200, 4096, false, true);
+  rmsnorm(16, 2048, true, true);
+  for (auto [n, dim] : {std::pair<int64_t, int64_t>{1, 4096}, {16, 4096}, {200, 4096}, {2048, 4096}, {200, 1024}}) {
+    OpCase c{.op = Op::AddRmsNorm, .n = n, .dim = dim};
+    c.name = "add_rmsnorm_n" + S(n) + "_d" + S(dim);
+    add(c);
+  }
+
+  // ---- head_norm_rope on the q and k column slices of a fused qkv buffer.
+  struct Hnr {
+    int64_t n, heads, kv, hd;
+    bool norm;
+    float factor;
+  };
+  for (Hnr h : {Hnr{1, 32, 8, 128, true, 1.0f}, Hnr{16, 32, 8, 128, true, 1.0f}, Hnr{200, 32, 8, 128, true, 1.0f},
+                Hnr{2048, 32, 8, 128, true, 1.0f}, Hnr{200, 32, 8, 128, false, 1.0f}, Hnr{16, 32, 8, 64, true, 1.0f},
+                Hnr{200, 16, 16, 64, false, 1.0f}, Hnr{16, 32, 8, 128, true, 1.1386f}}) {
+    OpCase c{.op = Op::HeadNormRope,
+             .n = h.n,
+             .norm = h.norm,
+             .scalar = h.factor,
+             .heads = h.heads,
+             .kv_heads = h.kv,
+             .head_dim = h.hd};
+    c.name = "head_norm_rope_n" + S(h.n) + "_h" + S(h.heads) + "kv" + S(h.kv) + "_hd" + S(h.hd) +
+             (h.norm ? "" : "_nonorm") + (h.factor != 1.0f ? "_yarn" : "");
+    add(c);
+  }
+
+  // ---- silu_glu: Qwen3-8B's and -0.6B's intermediate sizes.
+  for (auto [n, inter] :
+       {std::pair<int64_t, int64_t>{1, 12288}, {16, 12288}, {200, 12288}, {2048, 12288}, {1, 3072}, {200, 3072}}) {
+    OpCase c{.op = Op::SiluGlu, .n = n, .dim = inter};
+    c.name = "silu_glu_n" + S(n) + "_i" + S(inter);
+    add(c);
+  }
+
+  // ---- store_kv from the k/v column slices of a fused qkv buffer.
+  struct Kv {
+    int64_t heads, kv, hd;
+    std::vector<SeqRows> seqs;
+  };
+  for (const Kv& k :
+       {Kv{32, 8, 128, {{100, 1}, {5000, 1}, {0, 1}, {31, 1}}}, Kv{32, 8, 128, {{300, 16}, {0, 16}, {17, 16}}},
+        Kv{32, 8, 64, {{0, 200}, {1000, 200}}}, Kv{16, 16, 64, {{40, 1}, {0, 200}, {77, 16}}}}) {
+    OpCase c{.op = Op::StoreKv, .heads = k.heads, .kv_heads = k.kv, .head_dim = k.hd, .seqs = k.seqs};
+    c.name = "store_kv_kv" + S(k.kv) + "_hd" + S(k.hd) + "_" + seqs_label(k.seqs);
+    add(c);
+  }
+
+  // ---- gather_rows: hidden rows picked for the lm head; f32 logits rows.
+  struct Gather {
+    int64_t n, src_rows, dim;
+    bool f32;
+  };
+  for (Gather g : {Gather{1, 16, 1024, false}, Gather{16, 200, 4096, false}, Gather{200, 2048, 4096, false},
+                   Gather{8, 64, 151936, true}}) {
+    OpCase c{.op = Op::GatherRows, .n = g.n, .dim = g.dim, .table = g.src_rows, .f32 = g.f32};
+    c.name = "gather_rows_n" + S(g.n) + "_from" + S(g.src_rows) + "_d" + S(g.dim) + (g.f32 ? "_f32" : "");
+    add(c);
+  }
+
+  // ---- softcap and argmax on f32 logits.
+  for (auto [n, vocab] : {std::pair<int64_t, int64_t>{1, 151936}, {16, 151936}, {200, 8192}}) {
+    OpCase c{.op = Op::Softcap, .n = n, .dim = vocab, .scalar = 30.0f};
+    c.name = "softcap_n" + S(n) + "_v" + S(vocab);
+    add(c);
+  }
+  for (auto [n, vocab, ties] : {std::tuple<int64_t, int64_t, bool>{1, 151936, false},
+                                {16, 151936, false},
+                                {200, 8192, false},
+                                {1, 151936, true},
+                                {16, 8192, true}}) {
+    OpCase c{.op = Op::Argmax, .n = n, .dim = vocab, .ties = ties};
+    c.name = "argmax_n" + S(n) + "_v" + S(vocab) + (ties ? "_ties" : "");
+    add(c);
+  }
+
+  // ---- paged_attention: several sequences of different lengths per batch,
+  // shuffled block tables, block size 16. Contexts of 0 and of a few keys make
+  // an off-by-one in the mask visible; 32k contexts cover long split-KV paths.
+  struct Attn {
+    int64_t hd, heads, kv;
+    MaskKind mask;
+    int64_t window;
+    std::vector<SeqRows> seqs;
+    bool strided;
+  };
+  const auto C = MaskKind::Causal, B = MaskKind::Bidirectional, W = MaskKind::Window;
+  const std::vector<Attn> attn = {
+      // decode
+      {128, 32, 8, C, 0, {{32767, 1}, {9000, 1}, {1500, 1}, {77, 1}, {0, 1}}, true},
+      {64, 16, 16, C, 0, {{5000, 1}, {300, 1}, {17, 1}, {1, 1}}, false},
+      {128, 64, 8, C, 0, {{32000, 1}, {100, 1}, {4096, 1}}, false},
+      // verify
+      {128, 32, 8, C, 0, {{32752, 16}, {2000, 16}, {31, 16}, {0, 16}}, true},
+      {64, 32, 8, C, 0, {{700, 16}, {16, 16}, {5, 16}}, false},
+      {128, 16, 16, C, 0, {{3000, 16}, {64, 16}}, false},
+      // prefill chunks
+      {128, 32, 8, C, 0, {{0, 200}, {1800, 200}, {4000, 200}}, false},
+      {64, 16, 16, C, 0, {{0, 200}, {513, 200}}, false},
+      {128, 64, 8, C, 0, {{0, 200}, {3000, 200}}, true},
+      // a continuous-batching step: decode rows, a prefill chunk and a verify block together
+      {128, 32, 8, C, 0, {{5000, 1}, {0, 200}, {300, 16}, {12000, 1}}, false},
+      // DFlash full_attention: the block sees all its context and itself
+      {128, 32, 8, B, 0, {{32000, 16}, {1000, 16}, {0, 16}, {37, 16}}, true},
+      {64, 16, 16, B, 0, {{250, 16}, {3, 16}}, false},
+      {128, 64, 8, B, 0, {{4000, 16}, {15, 16}}, false},
+      {64, 32, 8, B, 0, {{0, 200}, {700, 200}}, false},
+      // DFlash sliding_attention: windows smaller and larger than the context
+      {128, 32, 8, W, 64, {{8000, 16}, {30, 16}, {500, 16}}, false},
+      {64, 32, 8, W, 128, {{0, 200}, {1000, 200}}, false},
+      {128, 64, 8, W, 4096, {{1000, 16}, {2000, 16}}, false},
+      {128, 32, 8, W, 2048, {{32000, 1}, {100, 1}, {2047, 1}, {2048, 1}}, true},
+      {64, 16, 16, W, 5, {{40, 16}, {2, 16}}, false},
+      {128, 32, 8, W, 1, {{50, 16}, {0, 1}}, false},
+  };
+  for (const Attn& a : attn) {
+    OpCase c{.op = Op::PagedAttention,
+             .strided = a.strided,
+             .heads = a.heads,
+             .kv_heads = a.kv,
+             .head_dim = a.hd,
+             .mask = a.mask,
+             .window = a.window,
+             .seqs = a.seqs};
+    const std::string mask = a.mask == C ? "causal" : a.mask == B ? "bidir" : "win" + S(a.window);
+    c.name = "paged_attention_" + mask + "_hd" + S(a.hd) + "_gqa" + S(a.heads / a.kv) + "_h" + S(a.heads) + "_" +
+             seqs_label(a.seqs) + (a.strided ? "_strided" : "");
+    add(c);
+  }
+
+  std::set<std::string> names;
+  for (const OpCase& c : v)
+    if (!names.insert(c.name).second) throw Error("backend op cases: duplicate name " + c.name);
+  return v;
+}
+
+std::shared_ptr<const CaseData> make_case_data(const OpCase& c, uint64_t seed) {
+  auto d = std::make_shared<CaseData>();
+  Rng rng(seed);
+  const size_t n = static_cast<size_t>(c.n);
+  const int64_t xw = c.strided ? kPadLeft + c.dim + kPadRight : c.dim;
+  const int64_t hd = c.head_dim, qkv_w = (c.heads + 2 * c.kv_heads) * hd;
+  // Inputs the backend under test holds in c.dtype; the f32 ones (logits, inv_freq) stay as drawn.
+  std::vector<std::vector<float>*> rounded;
+
+  switch (c.op) {
+    case Op::Embedding:
+      d->w = rng.uniform(static_cast<size_t>(c.table * c.dim), -1.0f, 1.0f);
+      d->ids.resize(n);
+      for (auto& id : d->ids) id = static_cast<int32_t>(rng.below(c.table));
+      d->ids.back() = static_cast<int32_t>(c.table - 1);  // the last row: 64-bit offsets matter there
+      rounded = {&d->w};
+      break;
+    case Op::Matmul:
+      d->x = rng.uniform(n * xw, -1.0f, 1.0f);
+      d->w = rng.uniform(static_cast<size_t>(c.out * c.dim), -0.05f, 0.05f);
+      if (c.bias) d->bias = rng.uniform(static_cast<size_t>(c.out), -1.0f, 1.0f);
+      rounded = {&d->x, &d->w, &d->bias};
+      break;
+    case Op::RmsNorm:
+      d->x = rng.uniform(n * xw, -3.0f, 3.0f);
+      d->w = rng.uniform(static_cast<size_t>(c.dim), -2.0f, 2.0f);
+      rounded = {&d->x, &d->w};
+      break;
+    case Op::AddRmsNorm:
+      d->residual = rng.uniform(n * c.dim, -4.0f, 4.0f);
+      d->delta = rng.uniform(n * c.dim, -1.0f, 1.0f);
+      d->w = rng.uniform(static_cast<size_t>(c.dim), -2.0f, 2.0f);
+      rounded = {&d->residual, &d->delta, &d->w};
+      break;
+    case Op::HeadNormRope: {
+      d->x = rng.uniform(n * qkv_w, -2.0f, 2.0f);
+      d->norm_q = rng.uniform(static_cast<size_t>(hd), -2.0f, 2.0f);
+      d->norm_k = rng.uniform(static_cast<size_t>(hd), -2.0f, 2.0f);
+      d->positions.resize(n);
+      for (auto& p : d->positions) p = static_cast<int32_t>(rng.below(32768));
+      const int32_t edge[] = {32767, 0, 1, 32766};  // the extremes, whatever the row count
+      for (size_t i = 0; i < std::min<size_t>(n, 4); ++i) d->positions[i] = edge[i];
+      d->inv_freq.resize(static_cast<size_t>(hd / 2));
+      cpu::rope_inv_freq(kRopeTheta, hd, d->inv_freq.data());
+      rounded = {&d->x, &d->norm_q, &d->norm_k};
+      break;
+    }
+    case Op::SiluGlu:
+      d->x = rng.uniform(n * 2 * c.dim, -6.0f, 6.0f);
+      rounded = {&d->x};
+      break;
+    case Op::StoreKv:
+      d->attn = make_attn_batch(c.seqs, c.block_size, rng.next());
+      d->x = rng.uniform(static_cast<size_t>(d->attn.n_rows * qkv_w), -2.0f, 2.0f);
+      rounded = {&d->x};
+      break;
+    case Op::GatherRows:
+      d->x = rng.uniform(static_cast<size_t>(c.table * c.dim), -1.0f, 1.0f);
+      d->ids.resize(n);  // unsorted, with repeats when n is large
+      for (auto& id : d->ids) id = static_cast<int32_t>(rng.below(c.table));
+      d->ids[0] = static_cast<int32_t>(c.table - 1);
+      if (!c.f32) rounded = {&d->x};
+      break;
+    case Op::Softcap:
+      // Past +-cap too, where tanh saturates.
+      d->x = rng.uniform(n * c.dim, -3.0f * c.scalar, 3.0f * c.scalar);
+      break;
+    case Op::Argmax: {
+      d->x = rng.uniform(n * c.dim, -4.0f, 4.0f);
+      for (size_t r = 0; r < n; ++r) {
+        float* row = d->x.data() + r * c.dim;
+        const float top = *std::max_element(row, row + c.dim) + 1.0f;  // a clear winner
+        // Row 0 wins at its last element, row 1 at its first: the ends of every reduction.
+        const int64_t at = r == 0 ? c.dim - 1 : r == 1 ? 0 : rng.below(c.dim);
+        row[at] = top;
+        if (c.ties) row[at == 0 ? 1 + rng.below(c.dim - 1) : rng.below(at)] = top;  // first one wins
+      }
+      break;
+    }
+    case Op::PagedAttention: {
+      d->attn = make_attn_batch(c.seqs, c.block_size, rng.next());
+      const int64_t q_w = c.strided ? qkv_w : c.heads * hd, kv_row = c.kv_heads * hd;
+      d->x = rng.uniform(static_cast<size_t>(d->attn.n_rows * q_w), -2.0f, 2.0f);
+      // NaN in every slot no sequence owns: spare blocks, the tails of last blocks.
+      d->k_pool.assign(static_cast<size_t>(d->attn.num_slots() * kv_row), NAN);
+      d->v_pool.assign(d->k_pool.size(), NAN);
+      for (size_t s = 0; s < c.seqs.size(); ++s)
+        for (int64_t p = 0; p < c.seqs[s].context + c.seqs[s].rows; ++p) {
+          const size_t at = static_cast<size_t>(d->attn.slot(s, p) * kv_row);
+          for (int64_t i = 0; i < kv_row; ++i) {
+            d->k_pool[at + i] = rng.uniform(-2.0f, 2.0f);
+            d->v_pool[at + i] = rng.uniform(-1.0f, 1.0f);
+          }
+        }
+      rounded = {&d->x, &d->k_pool, &d->v_pool};
+      break;
+    }
+  }
+  if (c.dtype == DType::BF16)
+    for (auto* a : rounded)
+      for (float& x : *a) x = round_bf16(x);
+  return d;
+}
+
+namespace {
+
+class Bound final : public BoundCase {
+ public:
+  Bound(const OpCase& c, const CaseData& d, Backend& be) : be_(be) { setup(c, d); }
+
+  void run() override { op_(); }
+
+  std::vector<Output> outputs() override {
+    std::vector<Output> outs;
+    for (const Out& o : outs_) {
+      Output r{.name = o.name,
+               .rows = o.t.rows,
+               .cols = o.t.cols,
+               .is_i32 = o.t.dtype == DType::I32,
+               .nan_sentinels = o.nan_sentinels};
+      if (r.is_i32) {
+        r.i32.resize(static_cast<size_t>(o.t.numel()));
+        be_.download_i32(o.t, r.i32.data());
+      } else {
+        r.f32.resize(static_cast<size_t>(o.t.numel()));
+        be_.download(o.t, r.f32.data());
+      }
+      outs.push_back(std::move(r));
+    }
+    return outs;
+  }
+
+ private:
+  struct Out {
+    std::string name;
+    Tensor t;
+    bool nan_sentinels;
+  };
+
+  Tensor put(DType dtype, int64_t rows, int64_t cols, const std::vector<float>& host) {
+    keep_.push_back(be_.alloc_tensor(dtype, rows, cols));
+    if (static_cast<int64_t>(host.size()) != rows * cols) throw Error("backend op case: host input of wrong size");
+    be_.upload(keep_.back().t, host.data(), DType::F32);
+    return keep_.back().t;
+  }
+  const int32_t* put_i32(const std::vector<int32_t>& host) {
+    keep_.push_back(upload_i32(be_, host));
+    return keep_.back().t.as<const int32_t>();
+  }
+  // An output nothing has written yet: NaN, so an element the op skips fails.
+  Tensor poisoned(DType dtype, int64_t rows, int64_t cols) {
+    keep_.push_back(be_.alloc_tensor(dtype, rows, cols));
+    be_.fill_nan(keep_.back().t);
+    return keep_.back().t;
+  }
+  void output(std::string name, const Tensor& t, bool nan_sentinels = false) {
+    outs_.push_back(Out{std::move(name), t, nan_sentinels});
+  }
+
+  void setup(const OpCase& c, const CaseData& d);
+
+  Backend& be_;
+  std::vector<OwnedTensor> keep_;
+  BackendAttnBatch attn_;
+  std::function<void()> op_;
+  std::vector<Out> outs_;
+};
+
+void Bound::setup(const OpCase& c, const CaseData& d) {
+  const DType act = be_.activation_dtype(), wt = be_.weight_dtype();
+  const int64_t n = c.n, hd = c.head_dim;
+  const int64_t qkv_w = (c.heads + 2 * c.kv_heads) * hd;
+  // x's buffer, and x as the op sees it: the buffer's middle columns when strided.
+  Tensor x_buffer;
+  auto x_view = [&](DType dtype) {
+    x_buffer = put(dtype, n, c.strided ? kPadLeft + c.dim + kPadRight : c.dim, d.x);
+    return c.strided ? x_buffer.col_slice(kPadLeft, c.dim) : x_buffer;
+  };
+
+  switch (c.op) {
+    case Op::Embedding: {
+      const Tensor table = put(wt, c.table, c.dim, d.w), out = poisoned(act, n, c.dim);
+      keep_.push_back(upload_i32(be_, d.ids));
+      const Tensor ids = keep_.back().t;
+      const float scale = c.scalar;
+      op_ = [this, table, ids, out, scale] { be_.embedding(table, ids, out, scale); };
+      output("out", out);
+      break;
+    }
+    case Op::Matmul: {
+      const Tensor x = x_view(act), w = put(wt, c.out, c.dim, d.w);
+      const Tensor bias = c.bias ? put(wt, 1, c.out, d.bias) : Tensor{};
+      const Tensor y = poisoned(c.f32 ? DType::F32 : act, n, c.out);
+      const bool has_bias = c.bias;
+      op_ = [this, x, w, bias, y, has_bias] { be_.matmul(x, w, has_bias ? &bias : nullptr, y); };
+      output("y", y);
+      break;
+    }
+    case Op::RmsNorm: {
+      const Tensor x = x_view(act), w = put(wt, 1, c.dim, d.w);
+      const Tensor y = c.in_place ? x : poisoned(act, n, c.dim);
+      op_ = [this, x, w, y] { be_.rmsnorm(x, w, y, kEps); };
+      // In place and strided: the whole buffer, so writes outside the view show.
+      output("y", c.in_place ? x_buffer : y);
+      break;
+    }
+    case Op::AddRmsNorm: {
+      const Tensor res = put(act, n, c.dim, d.residual), delta = put(act, n, c.dim, d.delta);
+      const Tensor w = put(wt, 1, c.dim, d.w), y = poisoned(act, n, c.dim);
+      op_ = [this, res, delta, w, y] { be_.add_rmsnorm(res, delta, w, y, kEps); };
+      output("residual", res);
+      output("y", y);
+      break;
+    }
+    case Op::HeadNormRope: {
+      const Tensor qkv = put(act, n, qkv_w, d.x);
+      const Tensor nq = c.norm ? put(wt, 1, hd, d.norm_q) : Tensor{};
+      const Tensor nk = c.norm ? put(wt, 1, hd, d.norm_k) : Tensor{};
+      const int32_t* pos = put_i32(d.positions);
+      const Rope rope{put(DType::F32, 1, hd / 2, d.inv_freq), c.scalar};
+      const Tensor q = qkv.col_slice(0, c.heads * hd), k = qkv.col_slice(c.heads * hd, c.kv_heads * hd);
+      const int64_t heads = c.heads, kv = c.kv_heads;
+      const bool norm = c.norm;
+      op_ = [this, q, k, nq, nk, pos, rope, heads, kv, hd, norm] {
+        be_.head_norm_rope(q, heads, hd, norm ? &nq : nullptr, pos, rope, kEps);
+        be_.head_norm_rope(k, kv, hd, norm ? &nk : nullptr, pos, rope, kEps);
+      };
+      output("qkv", qkv);  // the v columns must come back untouched
+      break;
+    }
+    case Op::SiluGlu: {
+      const Tensor gu = put(act, n, 2 * c.dim, d.x), out = poisoned(act, n, c.dim);
+      op_ = [this, gu, out] { be_.silu_glu(gu, out); };
+      output("out", out);
+      break;
+    }
+    case Op::StoreKv: {
+      attn_ = upload_attn_batch(be_, d.attn);
+      const int64_t rows = d.attn.n_rows, kv_w = c.kv_heads * hd;
+      const Tensor qkv = put(act, rows, qkv_w, d.x);
+      const Tensor k = qkv.col_slice(c.heads * hd, kv_w), v = qkv.col_slice(c.heads * hd + kv_w, kv_w);
+      const Tensor kc = poisoned(act, d.attn.num_slots(), kv_w), vc = poisoned(act, d.attn.num_slots(), kv_w);
+      const int32_t* slots = attn_.batch.slots;
+      op_ = [this, k, v, slots, kc, vc] { be_.store_kv(k, v, slots, kc, vc); };
+      output("k_cache", kc, true);
+      output("v_cache", vc, true);
+      break;
+    }
+    case Op::GatherRows: {
+      const DType dt = c.f32 ? DType::F32 : act;
+      const Tensor src = put(dt, c.table, c.dim, d.x), dst = poisoned(dt, n, c.dim);
+      const int32_t* rows = put_i32(d.ids);
+      op_ = [this, src, rows, dst] { be_.gather_rows(src, rows, dst); };
+      output("dst", dst);
+      break;
+    }
+    case Op::Softcap: {
+      const Tensor x = put(DType::F32, n, c.dim, d.x);
+      const float cap = c.scalar;
+      op_ = [this, x, cap] { be_.softcap(x, cap); };
+      output("x", x);
+      break;
+    }
+    case Op::Argmax: {
+      const Tensor x = put(DType::F32, n, c.dim, d.x);
+      // fill_nan knows no i32: an index no row can have instead.
+      keep_.push_back(upload_i32(be_, std::vector<int32_t>(static_cast<size_t>(n), -7)));
+      const Tensor out = keep_.back().t;
+      op_ = [this, x, out] { be_.argmax(x, out); };
+      output("index", out);
+      break;
+    }
+    case Op::PagedAttention: {
+      attn_ = upload_attn_batch(be_, d.attn);
+      const int64_t rows = d.attn.n_rows, q_w = c.heads * hd, kv_w = c.kv_heads * hd;
+      const Tensor q = c.strided ? put(act, rows, qkv_w, d.x).col_slice(0, q_w) : put(act, rows, q_w, d.x);
+      const Tensor kp = put(act, d.attn.num_slots(), kv_w, d.k_pool), vp = put(act, d.attn.num_slots(), kv_w, d.v_pool);
+      const Tensor out = poisoned(act, rows, q_w);
+      const AttentionMask mask{.causal = c.mask != MaskKind::Bidirectional,
+                               .window = c.mask == MaskKind::Window ? c.window : 0};
+      const AttnBatch batch = attn_.batch;
+      const int64_t heads = c.heads, kv = c.kv_heads;
+      const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+      op_ = [this, q, kp, vp, out, batch, mask, heads, kv, hd, scale] {
+        be_.paged_attention(q, kp, vp, out, batch, mask, heads, kv, hd, scale);
+      };
+      output("out", out);
+      break;
+    }
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<BoundCase> bind_case(const OpCase& c, const CaseData& data, Backend& backend) {
+  return std::make_unique<Bound>(c, data, backend);
+}
+
+Traffic traffic(const OpCase& c, const Backend& backend) {
+  const double a = static_cast<double>(dtype_size(backend.activation_dtype()));
+  const double w = static_cast<double>(dtype_size(backend.weight_dtype()));
+  const double n = static_cast<double>(c.n), dim = static_cast<double>(c.dim);
+  const double hd = static_cast<double>(c.head_dim);
+  Traffic t;
+  switch (c.op) {
+    case Op::Embedding: t.bytes = n * dim * (w + a) + 4 * n; break;
+    case Op::Matmul: {
+      const double out = static_cast<double>(c.out);
+      t.bytes = n * dim * a + out * dim * w + (c.bias ? out * w : 0) + n * out * (c.f32 ? 4 : a);
+      t.flops = 2 * n * dim * out;
+      break;
+    }
+    case Op::RmsNorm: t.bytes = 2 * n * dim * a + dim * w; break;
+    case Op::AddRmsNorm: t.bytes = 4 * n * dim * a + dim * w; break;
+    case Op::HeadNormRope:
+      t.bytes = 2 * n * static_cast<double>(c.heads + c.kv_heads) * hd * a + (c.norm ? 2 * hd * w : 0) + 4 * n + 2 * hd;
+      break;
+    case Op::SiluGlu: t.bytes = 3 * n * dim * a; break;
+    case Op::StoreKv: {
+      double rows = 0;
+      for (const SeqRows& s : c.seqs) rows += s.rows;
+      t.bytes = 4 * rows * static_cast<double>(c.kv_heads) * hd * a + 4 * rows;
+      break;
+    }
+    case Op::GatherRows: t.bytes = 2 * n * dim * (c.f32 ? 4 : a) + 4 * n; break;
+    case Op::Softcap: t.bytes = 8 * n * dim; break;
+    case Op::Argmax: t.bytes = 4 * n * dim + 4 * n; break;
+    case Op::PagedAttention: {
+      const double kv_row = static_cast<double>(c.kv_heads) * hd, q_row = static_cast<double>(c.heads) * hd;
+      for (const SeqRows& s : c.seqs) {
+        const int64_t keys = s.context + s.rows;
+        const int64_t first = c.mask == MaskKind::Window ? std::max<int64_t>(0, s.context - c.window + 1) : 0;
+        t.bytes += 2 * static_cast<double>(keys - first) * kv_row * a + 2 * s.rows * q_row * a;
+        for (int64_t i = 0; i < s.rows; ++i) {
+          const int64_t p = s.context + i;
+          const int64_t seen = c.mask == MaskKind::Bidirectional ? keys
+                               : c.mask == MaskKind::Window      ? std::min<int64_t>(p + 1, c.window)
+                                                                 : p + 1;
+          t.flops += 4 * static_cast<double>(seen) * q_row;
+        }
+      }
+      break;
+    }
+  }
+  return t;
+}
+
+}  // namespace flashdraft::ops::testing
