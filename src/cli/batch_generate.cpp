@@ -94,7 +94,7 @@ void run_batch(const GenerateOptions& o, const SamplingFlags& flags, const Specu
     const double elapsed = r.prefill_seconds + r.decode_seconds;
     std::string line = fmt::format(
         "{}: {} prompt tokens, {} generated tokens, {:.1f} tok/s, stop: {}", job.entry.name, r.prompt_tokens,
-        r.tokens.size(), rate(static_cast<double>(r.tokens.size()), elapsed), engine::stop_reason_name(r.reason));
+        r.tokens.size(), rate(static_cast<double>(r.tokens.size()), elapsed), engine::stop_reason_name(r.stop));
     if (models.drafter) line += fmt::format(", tau {:.2f}", r.spec.tau());
     fmt::print("{}\n", line);
     if (out) {
@@ -103,7 +103,7 @@ void run_batch(const GenerateOptions& o, const SamplingFlags& flags, const Specu
                                   {"completion", job.text},
                                   {"prompt_tokens", r.prompt_tokens},
                                   {"generated_tokens", r.tokens.size()},
-                                  {"stop", engine::stop_reason_name(r.reason)}};
+                                  {"stop", engine::stop_reason_name(r.stop)}};
       if (models.drafter) j["tau"] = r.spec.tau();
       out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
     }

@@ -259,7 +259,7 @@ void run_generate(const GenerateOptions& o) {
   const engine::RequestResult r = engine->result(id);
   engine::GenerationResult result;
   result.tokens = r.tokens;
-  result.stop_reason = r.reason;
+  result.stop_reason = r.stop;
   result.prompt_tokens = r.prompt_tokens;
   result.prefill_seconds = r.prefill_seconds;
   result.decode_seconds = r.decode_seconds;

@@ -23,7 +23,8 @@ struct GenerationResult {
 };
 
 // Receives each sampled token that is not an end-of-sequence token; returns
-// false to stop generating (reported as StopReason::kStopString).
+// false when a stop string is complete, which stops the request right after
+// that token (StopReason::kStopString). Aborting is Engine::abort, not this.
 using TokenSink = std::function<bool(int32_t token)>;
 
 }  // namespace flashdraft::engine

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "core/error.h"
 #include "engine/acceptance.h"
@@ -70,33 +71,33 @@ RequestId Engine::add(std::vector<int32_t> prompt, const SamplingParams& params,
   for (int32_t id : prompt) {
     if (id < 0 || id >= vocab) throw Error(fmt::format("prompt token {} is outside the vocabulary [0, {})", id, vocab));
   }
-  const RequestId id = next_id_++;
-  Tracked t;
-  t.max_tokens = params.max_tokens;
+  const RequestId id = next_id_;
   // Output never goes past the context, so the scheduler need not reserve
   // blocks beyond it.
   SamplingParams capped = params;
   capped.max_tokens =
       static_cast<int>(std::min<int64_t>(params.max_tokens, context_limit_ - static_cast<int64_t>(prompt.size())));
-  t.request = std::make_unique<Request>(id, std::move(prompt), capped);
-  t.sink = std::move(on_token);
-  t.added = Clock::now();
+  auto r = std::make_unique<Request>(id, std::move(prompt), capped);
+  r->max_tokens_asked = params.max_tokens;
+  r->sink = std::move(on_token);
+  r->added = std::chrono::steady_clock::now();
   if (params.max_tokens <= 0) {
-    t.request->state = RequestState::Finished;
-    t.request->finish_reason = FinishReason::Length;
-    t.first_token = t.finished = t.added;
-    finished_at_add_.push_back(id);
+    r->state = RequestState::Finished;
+    r->finish_reason = FinishReason::Length;
+    r->stop = StopReason::kMaxTokens;
+    r->first_token = r->finished_at = r->added;
+    unreported_.push_back(id);
   } else {
-    scheduler_->add(*t.request);
+    scheduler_->add(*r);
   }
-  requests_.emplace(id, std::move(t));
+  ++next_id_;
+  requests_.emplace(id, std::move(r));
   return id;
 }
 
-bool Engine::has_work() const { return scheduler_->has_work() || !finished_at_add_.empty(); }
+bool Engine::has_work() const { return scheduler_->has_work() || !unreported_.empty() || !deferred_.empty(); }
 
-size_t Engine::keep_until_stop(Tracked& t, std::span<const int32_t> candidates, bool* stopped) {
-  const Request& r = *t.request;
+size_t Engine::keep_until_stop(Request& r, std::span<const int32_t> candidates, bool* stopped) {
   const SamplingParams& p = r.params;
   *stopped = true;
   for (size_t j = 0; j < candidates.size(); ++j) {
@@ -104,20 +105,20 @@ size_t Engine::keep_until_stop(Tracked& t, std::span<const int32_t> candidates, 
     const auto emitted = static_cast<int64_t>(r.output.size() + j + 1);
     const auto tokens = r.num_tokens() + static_cast<int64_t>(j + 1);
     if ((!p.ignore_eos && contains(config_.eos_token_ids, token)) || contains(p.stop_token_ids, token)) {
-      t.reason = StopReason::kEos;
+      r.stop = StopReason::kEos;
       return j + 1;
     }
-    if (t.sink && !t.sink(token)) {
-      t.reason = StopReason::kStopString;
+    if (r.sink && !r.sink(token)) {
+      r.stop = StopReason::kStopString;
       return j + 1;
     }
-    if (emitted >= t.max_tokens) {
-      t.reason = StopReason::kMaxTokens;
+    if (emitted >= r.max_tokens_asked) {
+      r.stop = StopReason::kMaxTokens;
       return j + 1;
     }
     // Prompt plus output may fill the context, but the last token is never run.
     if (tokens >= context_limit_) {
-      t.reason = StopReason::kContextFull;
+      r.stop = StopReason::kContextFull;
       return j + 1;
     }
   }
@@ -125,14 +126,56 @@ size_t Engine::keep_until_stop(Tracked& t, std::span<const int32_t> candidates, 
   return candidates.size();
 }
 
+bool Engine::abort(RequestId id) { return finish_outside_step(id, FinishReason::Abort); }
+
+bool Engine::fail(RequestId id) { return finish_outside_step(id, FinishReason::Error); }
+
+bool Engine::finish_outside_step(RequestId id, FinishReason reason) {
+  auto it = requests_.find(id);
+  if (it == requests_.end() || it->second->state == RequestState::Finished) return false;
+  if (in_step_) {
+    // The step's plan still points at the request and its blocks.
+    deferred_.emplace_back(id, reason);
+    return true;
+  }
+  Request& r = *it->second;
+  scheduler_->finish(r, reason);
+  r.finished_at = std::chrono::steady_clock::now();
+  unreported_.push_back(id);
+  return true;
+}
+
+void Engine::apply_deferred() {
+  // A request may also have stopped in the step that deferred it: no-op then.
+  for (const auto& [id, reason] : std::exchange(deferred_, {})) finish_outside_step(id, reason);
+}
+
 std::vector<StepOutput> Engine::step() {
   std::vector<StepOutput> out;
-  for (RequestId id : finished_at_add_) out.push_back({id, {}, true, StopReason::kMaxTokens});
-  finished_at_add_.clear();
+  // One output per request and step: an abort from inside this step marks
+  // the request's token output finished rather than adding a second one.
+  auto report_unreported = [&] {
+    for (RequestId id : unreported_) {
+      const Request& r = *requests_.at(id);
+      auto it = std::find_if(out.begin(), out.end(), [id](const StepOutput& o) { return o.id == id; });
+      if (it == out.end()) it = out.insert(out.end(), StepOutput{id, {}, false, {}, {}});
+      it->finished = true;
+      it->reason = *r.finish_reason;
+      it->stop = r.stop;
+    }
+    unreported_.clear();
+  };
+  apply_deferred();  // left behind by a step that threw
+  report_unreported();
 
   StepPlan plan = scheduler_->schedule();
   if (plan.empty()) return out;
   ++steps_;
+  struct InStep {
+    bool& flag;
+    explicit InStep(bool& f) : flag(f) { flag = true; }
+    ~InStep() { flag = false; }
+  } in_step(in_step_);
   runner_->run(plan, *blocks_);
 
   const size_t n = plan.entries.size();
@@ -142,7 +185,6 @@ std::vector<StepOutput> Engine::step() {
   for (size_t i = 0; i < n; ++i) {
     const ScheduledRequest& e = plan.entries[i];
     Request& r = *e.request;
-    Tracked& t = requests_.at(r.id);
     std::vector<int32_t> candidates;
     if (e.kind == ScheduledRequest::Kind::Prefill) {
       if (!e.last_chunk) {
@@ -157,15 +199,15 @@ std::vector<StepOutput> Engine::step() {
       if (!drafts.empty()) {
         stats_.record(static_cast<int64_t>(drafts.size()), a.accepted);
         r.spec.record(static_cast<int64_t>(drafts.size()), a.accepted);
-        t.accepted.push_back(a.accepted);
+        r.accepted.push_back(a.accepted);
       }
       candidates.assign(drafts.begin(), drafts.begin() + a.accepted);
       candidates.push_back(a.bonus);
     }
     bool stopped = false;
-    const size_t kept = keep_until_stop(t, candidates, &stopped);
+    const size_t kept = keep_until_stop(r, candidates, &stopped);
     std::span<const int32_t> emitted(candidates.data(), kept);
-    if (r.output.empty()) t.first_token = Clock::now();
+    if (r.output.empty()) r.first_token = std::chrono::steady_clock::now();
     if (e.kind == ScheduledRequest::Kind::Prefill) {
       r.on_prefill(e.rows, emitted[0]);
       keep[i] = e.rows;
@@ -177,33 +219,47 @@ std::vector<StepOutput> Engine::step() {
       keep[i] = 0;  // no later step reads this request's context
       stopped_requests.push_back(&r);
     }
-    out.push_back({r.id, std::vector<int32_t>(emitted.begin(), emitted.end()), stopped, t.reason});
+    out.push_back(
+        {r.id, std::vector<int32_t>(emitted.begin(), emitted.end()), stopped, finish_reason_of(r.stop), r.stop});
   }
   runner_->write_context(plan, keep, *blocks_);
   for (Request* r : stopped_requests) {
-    Tracked& t = requests_.at(r->id);
-    t.finished = Clock::now();
-    const bool length = t.reason == StopReason::kMaxTokens || t.reason == StopReason::kContextFull;
-    scheduler_->finish(*r, length ? FinishReason::Length : FinishReason::Stop);
+    r->finished_at = std::chrono::steady_clock::now();
+    scheduler_->finish(*r, finish_reason_of(r->stop));
   }
+  in_step_ = false;
+  apply_deferred();
+  report_unreported();
   return out;
 }
 
 RequestResult Engine::result(RequestId id) const {
   auto it = requests_.find(id);
   if (it == requests_.end()) throw Error(fmt::format("no request with id {}", id));
-  const Tracked& t = it->second;
-  const Request& r = *t.request;
+  const Request& r = *it->second;
   RequestResult res;
+  res.id = id;
   res.tokens = r.output;
-  res.reason = t.reason;
   res.finished = r.state == RequestState::Finished;
+  if (res.finished) {
+    res.reason = *r.finish_reason;
+    res.stop = r.stop;
+  }
   res.prompt_tokens = static_cast<int64_t>(r.prompt.size());
-  if (!r.output.empty()) res.prefill_seconds = seconds(t.first_token - t.added);
-  if (res.finished && r.output.size() > 1) res.decode_seconds = seconds(t.finished - t.first_token);
+  if (!r.output.empty()) res.prefill_seconds = seconds(r.first_token - r.added);
+  if (res.finished && r.output.size() > 1) res.decode_seconds = seconds(r.finished_at - r.first_token);
   res.spec = r.spec;
-  res.accepted = t.accepted;
+  res.accepted = r.accepted;
   res.preemptions = r.preemptions;
+  return res;
+}
+
+std::optional<RequestResult> Engine::take_result(RequestId id) {
+  auto it = requests_.find(id);
+  if (it == requests_.end() || it->second->state != RequestState::Finished) return std::nullopt;
+  RequestResult res = result(id);
+  requests_.erase(it);
+  std::erase(unreported_, id);  // taken: nothing left for a step to report
   return res;
 }
 

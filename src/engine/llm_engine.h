@@ -10,11 +10,15 @@
 // strings, max_tokens, the context length), so a stop inside an accepted run
 // truncates exactly there -> drafter context written for the committed rows
 // -> finished requests release their KV blocks.
-#include <chrono>
+//
+// A finished request's record stays until take_result() hands it over, so a
+// long-running loop that takes every result keeps no per-request state.
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "engine/block_manager.h"
@@ -38,19 +42,22 @@ struct EngineConfig {
   std::vector<int32_t> eos_token_ids;  // ignored by requests with ignore_eos
 };
 
-// What a step produced for one request.
+// What a step produced for one request (at most one per request and step).
 struct StepOutput {
   RequestId id = 0;
   std::vector<int32_t> tokens;  // emitted this step (a final EOS included)
   bool finished = false;
-  StopReason reason = StopReason::kMaxTokens;  // valid when finished
+  FinishReason reason = FinishReason::Length;  // valid when finished
+  StopReason stop = StopReason::kMaxTokens;    // valid when reason is Stop or Length
 };
 
-// A request's record, kept after it finished.
+// A request's record, kept after it finished until take_result().
 struct RequestResult {
+  RequestId id = 0;
   std::vector<int32_t> tokens;
-  StopReason reason = StopReason::kMaxTokens;
   bool finished = false;
+  FinishReason reason = FinishReason::Length;  // valid when finished
+  StopReason stop = StopReason::kMaxTokens;    // which stop; valid when reason is Stop or Length
   int64_t prompt_tokens = 0;
   // From add() to the first token, and from the first token to the finish.
   double prefill_seconds = 0, decode_seconds = 0;
@@ -66,38 +73,47 @@ class Engine {
   Engine(model::Qwen3Model& target, model::DFlashDrafter* drafter, const EngineConfig& config);
 
   // Queues a request. on_token (optional) receives every emitted token that
-  // is not an end-of-sequence / stop token, in order; returning false stops
-  // the request right after that token (StopReason::kStopString). Throws
-  // flashdraft::Error when the prompt is empty, fills the context, or could
-  // not fit in the whole KV pool.
+  // is not an end-of-sequence / stop token, in order; returning false means a
+  // stop string is complete and stops the request right after that token
+  // (FinishReason::Stop, StopReason::kStopString). Throws flashdraft::Error
+  // when the prompt is empty, fills the context, or could not fit in the
+  // whole KV pool.
   RequestId add(std::vector<int32_t> prompt, const SamplingParams& params, TokenSink on_token = {});
 
-  // Runs one step; empty when there is no work.
+  // Runs one step; empty when there is no work. Requests finished outside a
+  // step (max_tokens 0, aborted) are reported by the next one, those aborted
+  // from inside a step by that step.
   std::vector<StepOutput> step();
   bool has_work() const;
 
+  // Finishes a waiting or running request with FinishReason::Abort and frees
+  // its KV blocks: at once, or at the end of the step when called from inside
+  // one (a token sink). False, changing nothing, for an unknown or finished id.
+  bool abort(RequestId id);
+  // The same with FinishReason::Error: for a caller whose step failed.
+  bool fail(RequestId id);
+
+  // Throws flashdraft::Error for an id it does not know (never added, or taken).
   RequestResult result(RequestId id) const;
+  // A finished request's record, which the engine then forgets; nullopt (and
+  // nothing forgotten) while it runs or for an unknown id.
+  std::optional<RequestResult> take_result(RequestId id);
+  // Requests the engine still holds a record of (running, or finished and not taken).
+  size_t num_requests() const { return requests_.size(); }
   const SpecStats& stats() const { return stats_; }
   int64_t preemptions() const { return scheduler_->preemptions(); }
   int64_t num_speculative_tokens() const { return k_; }
   int64_t steps() const { return steps_; }
   int64_t context_limit() const { return context_limit_; }
   int64_t num_kv_blocks() const { return blocks_->num_blocks(); }
+  int64_t free_kv_blocks() const { return blocks_->free_blocks(); }
 
  private:
-  using Clock = std::chrono::steady_clock;
-  struct Tracked {
-    std::unique_ptr<Request> request;
-    TokenSink sink;
-    StopReason reason = StopReason::kMaxTokens;
-    std::vector<int32_t> accepted;
-    int64_t max_tokens = 0;  // as asked (the request's own is capped by the context)
-    Clock::time_point added, first_token, finished;
-  };
   // How many of `candidates` (the next tokens in order) the request keeps,
   // and whether it stops after the last kept one.
-  size_t keep_until_stop(Tracked& t, std::span<const int32_t> candidates, bool* stopped);
-  void finish(Tracked& t, std::vector<StepOutput>& out, size_t out_index);
+  size_t keep_until_stop(Request& r, std::span<const int32_t> candidates, bool* stopped);
+  bool finish_outside_step(RequestId id, FinishReason reason);
+  void apply_deferred();
 
   model::Qwen3Model& target_;
   EngineConfig config_;
@@ -105,8 +121,12 @@ class Engine {
   std::unique_ptr<BlockManager> blocks_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<ModelRunner> runner_;
-  std::map<RequestId, Tracked> requests_;
-  std::vector<RequestId> finished_at_add_;  // max_tokens 0: reported by the next step
+  std::map<RequestId, std::unique_ptr<Request>> requests_;
+  // Finished outside a step (max_tokens 0, abort): reported by the next step.
+  std::vector<RequestId> unreported_;
+  // abort()/fail() from inside a step, applied once the step is done with its plan.
+  std::vector<std::pair<RequestId, FinishReason>> deferred_;
+  bool in_step_ = false;
   RequestId next_id_ = 0;
   SpecStats stats_;
 };

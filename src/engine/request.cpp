@@ -22,16 +22,20 @@ const char* request_state_name(RequestState state) {
 
 const char* finish_reason_name(FinishReason reason) {
   switch (reason) {
-    case FinishReason::None:
-      return "";
     case FinishReason::Stop:
       return "stop";
     case FinishReason::Length:
       return "length";
     case FinishReason::Abort:
       return "abort";
+    case FinishReason::Error:
+      return "error";
   }
   return "?";
+}
+
+FinishReason finish_reason_of(StopReason stop) {
+  return stop == StopReason::kEos || stop == StopReason::kStopString ? FinishReason::Stop : FinishReason::Length;
 }
 
 Request::Request(RequestId id_, std::vector<int32_t> prompt_, const SamplingParams& params_)

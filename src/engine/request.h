@@ -11,11 +11,13 @@
 // to Waiting with num_computed = 0; its output is kept, so the next prefill
 // covers prompt + output and its last row yields the next token, exactly as a
 // fresh prompt's would. Nothing already emitted is ever taken back.
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <vector>
 
+#include "engine/generation_result.h"
 #include "engine/sampler.h"
 #include "engine/sampling_params.h"
 #include "engine/spec_stats.h"
@@ -28,9 +30,12 @@ using RequestId = int64_t;
 enum class RequestState { Waiting, Prefilling, Decoding, Finished };
 const char* request_state_name(RequestState state);
 
-// Named as in vLLM / the OpenAI API.
-enum class FinishReason { None, Stop, Length, Abort };
-const char* finish_reason_name(FinishReason reason);  // "", "stop", "length", "abort"
+// Why a request finished, as the outside world sees it (named as in vLLM /
+// the OpenAI API). Which stop it was (EOS or a stop string, max_tokens or the
+// context) is StopReason, kept beside it for the CLI's summary.
+enum class FinishReason { Stop, Length, Abort, Error };
+const char* finish_reason_name(FinishReason reason);  // "stop", "length", "abort", "error"
+FinishReason finish_reason_of(StopReason stop);       // kEos, kStopString: Stop; the others: Length
 
 struct Request {
   // Validates params (throws flashdraft::Error) and seeds the sampler from them.
@@ -45,9 +50,18 @@ struct Request {
   std::vector<int32_t> output;  // emitted tokens (what the user sees), in order
   int64_t num_computed = 0;     // positions whose KV is final (prefill progress, then committed length)
   uint64_t arrival = 0;         // set by Scheduler::add; FCFS order
-  FinishReason finish_reason = FinishReason::None;
+  // Set when Finished.
+  std::optional<FinishReason> finish_reason;
   int64_t preemptions = 0;  // times this request was preempted
   SpecStats spec;           // this request's DFlash counters (drafts, accepted, per position)
+
+  // The engine's bookkeeping, kept here so a request is one record (the
+  // scheduler and the runner never read these).
+  TokenSink sink;
+  StopReason stop = StopReason::kMaxTokens;  // which stop, when finish_reason is Stop or Length
+  std::vector<int32_t> accepted;             // accepted drafts of each verify step, in order
+  int64_t max_tokens_asked = 0;  // params.max_tokens is capped by the context; this is what the caller asked
+  std::chrono::steady_clock::time_point added, first_token, finished_at;
 
   int64_t num_tokens() const { return static_cast<int64_t>(prompt.size() + output.size()); }
   // Token at position pos of prompt + output.

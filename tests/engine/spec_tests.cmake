@@ -56,3 +56,10 @@ fd_add_test(engine_gpu_tests
   SOURCES gpu_shipped_test.cpp shipped_models.cpp
   LIBS fd_engine fd_backends fd_tokenizer nlohmann_json::nlohmann_json
   LABELS gpu)
+
+# What serving needs from the engine: abort, take_result, finish reasons, and
+# AsyncEngine (the engine on its own thread) on the shipped pair.
+fd_add_test(engine_serving_tests
+  SOURCES serving_test.cpp async_engine_test.cpp shipped_models.cpp
+  LIBS fd_engine fd_backends fd_tokenizer nlohmann_json::nlohmann_json
+  LABELS slow)

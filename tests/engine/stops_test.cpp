@@ -31,7 +31,8 @@ Outcome run_one(model::DFlashDrafter* drafter, const std::vector<int32_t>& promp
   while (engine.has_work()) engine.step();
   RequestResult r = engine.result(id);
   EXPECT_TRUE(r.finished);
-  return {r.tokens, r.reason};
+  EXPECT_EQ(r.reason, finish_reason_of(r.stop));
+  return {r.tokens, r.stop};
 }
 
 TEST(Stops, TruncateExactlyInsideAcceptedRuns) {
@@ -79,7 +80,8 @@ TEST(Stops, TruncateExactlyInsideAcceptedRuns) {
     const std::vector<int32_t> want(full.tokens.begin(), full.tokens.begin() + cut.j + 1);
     RequestResult r = engine.result(cut.id);
     EXPECT_EQ(r.tokens, want) << "cut at " << cut.j << ", reason " << stop_reason_name(cut.reason);
-    EXPECT_EQ(r.reason, cut.reason) << "cut at " << cut.j;
+    EXPECT_EQ(r.stop, cut.reason) << "cut at " << cut.j;
+    EXPECT_EQ(r.reason, cut.reason == StopReason::kMaxTokens ? FinishReason::Length : FinishReason::Stop);
   }
   // The cut points did fall inside runs: the uncut request had multi-token steps.
   EXPECT_EQ(engine.result(uncut).tokens, full.tokens);
@@ -108,9 +110,11 @@ TEST(Stops, EosEndsTheRequestUnlessIgnored) {
     const RequestId ignored = engine.add(prompt, ignore);
     while (engine.has_work()) engine.step();
     EXPECT_EQ(engine.result(stopped).tokens, want) << (d ? "dflash" : "plain");
-    EXPECT_EQ(engine.result(stopped).reason, StopReason::kEos);
+    EXPECT_EQ(engine.result(stopped).stop, StopReason::kEos);
+    EXPECT_EQ(engine.result(stopped).reason, FinishReason::Stop);
     EXPECT_EQ(engine.result(ignored).tokens, full.tokens) << (d ? "dflash" : "plain");
-    EXPECT_EQ(engine.result(ignored).reason, StopReason::kMaxTokens);
+    EXPECT_EQ(engine.result(ignored).stop, StopReason::kMaxTokens);
+    EXPECT_EQ(engine.result(ignored).reason, FinishReason::Length);
   }
 }
 
