@@ -37,7 +37,7 @@ std::vector<int32_t> encode_prompt(const GenerateOptions& o, const tokenizer::To
                               !o.no_think);
   std::vector<int32_t> ids;
   try {
-    ids = tok.encode(text, /*parse_special=*/true);
+    ids = tok.encode(text, o.special);
   } catch (const Error& e2) {
     throw UsageError(fmt::format("--prompts-file {}, {}: {}", o.prompts_file, e.name, e2.what()));
   }

@@ -88,8 +88,8 @@ std::vector<int32_t> prompt_tokens(const GenerateOptions& o, const PromptInput& 
   if (o.chat) text = render_chat_prompt(tok, if_given(o.system_option, o.system), text, !o.no_think);
   std::vector<int32_t> ids;
   try {
-    // Special tokens written in the prompt count as such, as in transformers.
-    ids = tok.encode(text, /*parse_special=*/true);
+    // Special tokens written in the prompt count as such, as in transformers (unless --no-special).
+    ids = tok.encode(text, o.special);
   } catch (const Error& e) {
     throw UsageError(fmt::format("{}: {}", flag, e.what()));  // the text itself is bad (invalid UTF-8)
   }
@@ -184,6 +184,9 @@ CLI::App* add_generate_command(CLI::App& app, GenerateOptions& o) {
                       "vLLM spelling of the two above: "
                       "'{\"method\":\"dflash\",\"model\":\"DIR\",\"num_speculative_tokens\":15}'")
           ->type_name("JSON");
+  cmd->add_flag("--no-special", [&o](int64_t) { o.special = false; },
+                "Read special tokens written in the prompt (e.g. <|im_start|>) as plain text; by default they "
+                "become their ids, as Hugging Face tokenizers and vLLM do");
   cmd->add_option("--device", o.device,
                   "Where the model runs: cuda, cpu, or auto = cuda when a GPU is visible, else cpu (default: auto)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))

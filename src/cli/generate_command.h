@@ -27,6 +27,7 @@ struct GenerateOptions {
   int num_speculative_tokens = 0;
   // Where and how the weights load: --device cpu|cuda|auto, --load-format auto|dummy.
   std::string device = "auto", load_format = "auto";
+  bool special = true;  // special tokens written in the prompt become their ids
   double gpu_memory_utilization = 0.9;
   // Batch mode: prompts from a jsonl file, run concurrently.
   std::string prompts_file, output;

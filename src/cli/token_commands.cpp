@@ -38,9 +38,12 @@ CLI::App* add_tokenize_command(CLI::App& app, TokenizeOptions& options) {
   text->excludes(file);
   options.text_option = text;
   options.file_option = file;
-  cmd->add_flag("--special", options.special,
-                "Turn special tokens written in the text (e.g. <|im_start|>) into their ids; "
-                "by default they are tokenized as plain text");
+  auto* special = cmd->add_flag("--special", options.special,
+                                "Special tokens written in the text (e.g. <|im_start|>) become their ids, as "
+                                "Hugging Face tokenizers and vLLM do (the default)");
+  cmd->add_flag("--no-special", [&options](int64_t) { options.special = false; },
+                "Tokenize special tokens written in the text as plain text")
+      ->excludes(special);
   return cmd;
 }
 

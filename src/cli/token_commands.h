@@ -10,7 +10,7 @@ struct TokenizeOptions {
   std::string model_dir;
   std::string text;
   std::string file;
-  bool special = false;
+  bool special = true;  // special tokens written in the text become their ids, as in HF tokenizers
   // Set by add_tokenize_command; tell "--text ''" (valid, empty) from no --text.
   const CLI::Option* text_option = nullptr;
   const CLI::Option* file_option = nullptr;

@@ -98,6 +98,21 @@ std::vector<ReferencePrompt> reference_prompts() {
   return out;
 }
 
+TEST_F(CliGenerate, SpecialTokensInThePromptAreParsedUnlessSwitchedOff) {
+  // A pre-rendered chat prompt: its markers are one token each by default (as
+  // in Hugging Face tokenizers and vLLM), plain text with --no-special.
+  const std::string prompt = "<|im_start|>user\nhi<|im_end|>\n";
+  const auto count = [&](std::vector<std::string> extra) {
+    extra.insert(extra.end(), {"--prompt", prompt, "--max-tokens", "1", "--temperature", "0"});
+    Summary s;
+    text_of(extra, &s);
+    return s.prompt_tokens;
+  };
+  EXPECT_EQ(count({}), static_cast<int64_t>(tok_->encode(prompt, true).size()));
+  EXPECT_EQ(count({"--no-special"}), static_cast<int64_t>(tok_->encode(prompt, false).size()));
+  EXPECT_LT(count({}), count({"--no-special"}));
+}
+
 TEST_F(CliGenerate, TemperatureZeroReproducesHuggingFaceGreedy) {
   auto prompts = reference_prompts();
   ASSERT_GE(prompts.size(), 3u);

@@ -49,17 +49,20 @@ TEST(CliTokenize, KnownQwen3Ids) {
 
 TEST(CliTokenize, AgreesWithTheTokenizerLibrary) {
   auto tok = tokenizer::Tokenizer::load(kQwen3);
-  const std::string text = "def f(x):\n\treturn x ** 2  # 平方 \xf0\x9f\x91\x8d\r\n\n   end";
-  EXPECT_EQ(tokenize({"--text", text}), tok.encode(text, false));
+  const std::string text = "def f(x):\n\treturn x ** 2  # 平方 \xf0\x9f\x91\x8d\r\n\n   end <|endoftext|>";
+  EXPECT_EQ(tokenize({"--text", text}), tok.encode(text, true));
+  EXPECT_EQ(tokenize({"--text", text, "--no-special"}), tok.encode(text, false));
 }
 
-TEST(CliTokenize, SpecialTokensAreTextUnlessAskedFor) {
+TEST(CliTokenize, SpecialTokensAreParsedUnlessSwitchedOff) {
+  // As Hugging Face tokenizers and vLLM do by default.
   const std::string text = "<|im_start|>user\nhi<|im_end|>";
-  auto plain = tokenize({"--text", text});
-  auto special = tokenize({"--text", text, "--special"});
+  auto special = tokenize({"--text", text});
+  auto plain = tokenize({"--text", text, "--no-special"});
+  EXPECT_EQ(tokenize({"--text", text, "--special"}), special);
   EXPECT_EQ(special.front(), 151644);  // <|im_start|>
   EXPECT_EQ(special.back(), 151645);   // <|im_end|>
-  for (int32_t id : plain) EXPECT_LT(id, 151643) << "special token parsed without --special";
+  for (int32_t id : plain) EXPECT_LT(id, 151643) << "special token parsed with --no-special";
   EXPECT_GT(plain.size(), special.size());
 }
 
