@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
-# Fetches (here, where apt works) the Debian packages the GPU machine's image
-# lacks for a full build; scripts/device_build.sh unpacks them there.
+# Prepares .carry/ (carried to the GPU machine, ignored by git): the Debian
+# packages its image lacks for a full build (fetched here, where apt works;
+# scripts/device_build.sh unpacks them there) and the published configs the
+# benchmarks load with dummy weights (../shared does not travel).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .carry/debs
 cd .carry/debs
 apt-get download libpcre2-dev libpcre2-8-0 libpcre2-16-0 libpcre2-32-0 libpcre2-posix3 libutf8proc-dev libutf8proc2 2>/dev/null
 ls
+cd ../..
+if [[ -d ../shared/configs ]]; then
+  mkdir -p .carry/configs
+  cp -r ../shared/configs/qwen3-8b ../shared/configs/qwen3-8b-dflash-b16 .carry/configs/
+fi

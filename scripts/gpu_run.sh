@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One call on the lent GPU machine: build (scripts/device_build.sh), then the
 # GPU tests and benchmarks, logs under $OUT (default ./gpu-out). Needs
-# .carry/debs (scripts/device_fetch_debs.sh) carried with the call.
-# Usage: bash scripts/gpu_run.sh [tests] [bench] [attention]   (default: all three)
+# .carry (scripts/device_fetch_debs.sh: packages and configs) carried with the call.
+# Usage: bash scripts/gpu_run.sh [tests] [bench] [attention] [profile]   (default: the first three)
+# (A call returns at most 8 files: run profile apart from attention.)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-out}
