@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +13,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "io/dtype.h"
 #include "ops/backend.h"
 #include "ops/cpu/matmul_small.h"
 #include "ops/ops.h"
@@ -21,38 +21,13 @@
 namespace flashdraft::ops {
 namespace {
 
-float half_to_f32(uint16_t h) {
-  const uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ffu;
-  if (exp == 0x1f) return std::bit_cast<float>(sign | 0x7f800000u | (man << 13));
-  if (exp != 0) return std::bit_cast<float>(sign | ((exp + 112) << 23) | (man << 13));
-  if (man == 0) return std::bit_cast<float>(sign);
-  return (sign ? -1.0f : 1.0f) * std::ldexp(static_cast<float>(man), -24);  // subnormal
-}
-
-// n elements of `dtype` at src (any alignment) widened into dst.
-void widen(const std::byte* src, DType dtype, int64_t n, float* dst) {
+// The checkpoint's element types widen through io's one conversion.
+io::DType io_dtype(DType dtype) {
   switch (dtype) {
-    case DType::F32:
-      std::memcpy(dst, src, static_cast<size_t>(n) * 4);
-      return;
-    case DType::BF16:
-      for (int64_t i = 0; i < n; ++i) {
-        uint16_t b;
-        std::memcpy(&b, src + 2 * i, 2);
-        dst[i] = std::bit_cast<float>(static_cast<uint32_t>(b) << 16);
-      }
-      return;
-    case DType::F16:
-      for (int64_t i = 0; i < n; ++i) {
-        uint16_t b;
-        std::memcpy(&b, src + 2 * i, 2);
-        dst[i] = half_to_f32(b);
-      }
-      return;
-    case DType::I32:
-      break;
+    case DType::BF16: return io::DType::BF16;
+    case DType::F16: return io::DType::F16;
+    default: return io::DType::F32;
   }
-  throw Error("cpu backend: cannot widen i32 to f32");
 }
 
 void require(bool ok, const char* op, const std::string& what) {
@@ -104,7 +79,9 @@ class CpuBackend final : public Backend {
     require_f32(dst, "upload", "dst");
     require(src_dtype != DType::I32, "upload", "i32 data into an f32 tensor");
     const size_t es = dtype_size(src_dtype);
-    for (int64_t r = 0; r < dst.rows; ++r) widen(s + static_cast<size_t>(r * dst.cols) * es, src_dtype, dst.cols, row(dst, r));
+    for (int64_t r = 0; r < dst.rows; ++r)
+      io::widen_to_f32(io_dtype(src_dtype), s + static_cast<size_t>(r * dst.cols) * es, static_cast<size_t>(dst.cols),
+                       row(dst, r));
   }
 
   void download(const Tensor& src, float* dst) override {
