@@ -124,19 +124,18 @@ class CpuBackend final : public Backend {
   void embedding(const Tensor& table, const Tensor& ids, const Tensor& out, float scale) override {
     require_f32(table, "embedding", "table");
     require_f32(out, "embedding", "out");
-    require(ids.dtype == DType::I32 && ids.rows == out.rows && out.cols == table.cols, "embedding", "shape mismatch");
-    for (int64_t r = 0; r < out.rows; ++r) {
-      const int64_t id = ids.as<int32_t>()[r * ids.ld];
-      if (id < 0 || id >= table.rows)
-        throw Error("token id " + std::to_string(id) + " at row " + std::to_string(r) +
-                    " is outside the model's vocabulary [0, " + std::to_string(table.rows) + ")");
-      const float* src = row(table, id);
-      float* dst = row(out, r);
-      if (scale == 1.0f)
-        std::copy_n(src, table.cols, dst);
-      else
-        for (int64_t c = 0; c < table.cols; ++c) dst[c] = src[c] * scale;
-    }
+    require(ids.dtype == DType::I32 && ids.rows == out.rows && out.cols == table.cols && table.contiguous(),
+            "embedding", "shape mismatch");
+    const int32_t* id = ids.as<int32_t>();
+    // The reference op gathers (and checks each id against the vocabulary).
+    if (ids.ld == 1 && out.contiguous())
+      cpu::embedding(table.as<float>(), table.rows, table.cols, id, out.rows, out.as<float>());
+    else
+      for (int64_t r = 0; r < out.rows; ++r)
+        cpu::embedding(table.as<float>(), table.rows, table.cols, id + r * ids.ld, 1, row(out, r));
+    if (scale != 1.0f)
+      for (int64_t r = 0; r < out.rows; ++r)
+        for (float& v : std::span<float>(row(out, r), static_cast<size_t>(out.cols))) v *= scale;
   }
 
   void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) override {
