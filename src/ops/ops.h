@@ -44,10 +44,6 @@ void embedding(const float* table, int64_t vocab, int64_t dim, const int32_t* id
 // y[i] += x[i] (residual connections).
 void add(float* y, const float* x, int64_t n);
 
-// Numerically stable softmax in place, over one vector or each row.
-void softmax(float* x, int64_t n);
-void softmax_rows(float* x, int64_t rows, int64_t cols);
-
 // Index of the largest element; the first one on ties (as torch.argmax on CPU).
 int64_t argmax(const float* x, int64_t n);
 
