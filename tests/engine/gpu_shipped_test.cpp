@@ -33,11 +33,7 @@ double rel_l2(const std::vector<float>& got, const std::vector<float>& want) {
   return std::sqrt(num / den);
 }
 
-int64_t pool_for(int64_t running) {
-  size_t longest = 0;
-  for (const auto& p : humaneval_prompts()) longest = std::max(longest, p.ids.size());
-  return running * static_cast<int64_t>((longest + kNewTokens + 16 + 15) / 16);
-}
+int64_t pool_for(int64_t running) { return humaneval_pool(running, kNewTokens); }
 
 std::vector<std::vector<int32_t>> plain_greedy(const std::string& device) {
   EngineConfig c;

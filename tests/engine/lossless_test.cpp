@@ -22,12 +22,7 @@ namespace {
 
 constexpr int kNewTokens = 128;
 
-// KV blocks for `running` requests of the longest prompt, 128 new tokens and a full draft block.
-int64_t pool_for(int64_t running) {
-  size_t longest = 0;
-  for (const auto& p : humaneval_prompts()) longest = std::max(longest, p.ids.size());
-  return running * static_cast<int64_t>((longest + kNewTokens + 16 + 15) / 16);
-}
+int64_t pool_for(int64_t running) { return humaneval_pool(running, kNewTokens); }
 
 // Plain greedy outputs, computed once by LosslessReference.PlainGreedy and
 // kept in the build directory, so the other test processes ctest starts

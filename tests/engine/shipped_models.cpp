@@ -1,5 +1,6 @@
 #include "shipped_models.h"
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -43,6 +44,12 @@ const std::vector<Prompt>& humaneval_prompts() {
     return out;
   }();
   return prompts;
+}
+
+int64_t humaneval_pool(int64_t running, int new_tokens) {
+  size_t longest = 0;
+  for (const auto& p : humaneval_prompts()) longest = std::max(longest, p.ids.size());
+  return running * static_cast<int64_t>((longest + new_tokens + 16 + 15) / 16);
 }
 
 RunResult run_all(model::DFlashDrafter* drafter, const EngineConfig& config, const std::vector<Prompt>& prompts,

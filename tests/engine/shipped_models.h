@@ -33,6 +33,9 @@ struct Prompt {
   std::vector<int32_t> ids;
 };
 const std::vector<Prompt>& humaneval_prompts();
+// KV blocks (of 16) for `running` requests of the longest HumanEval prompt,
+// `new_tokens` new tokens and a full draft block.
+int64_t humaneval_pool(int64_t running, int new_tokens);
 
 // Runs every prompt through one engine (all queued at once; the engine's
 // max_running decides the concurrency) and returns each output.
