@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Install what a fresh Debian 12 machine lacks, then configure and build flashdraft into build/.
-# Usage: bash scripts/setup.sh            (run as root, or with sudo available)
+# Install what a fresh Debian 12 machine lacks, then configure and build into build/.
+# Usage: bash scripts/setup.sh [--all]   (run as root, or with sudo available)
+# Without --all only the `flashdraft` binary is built (what the README's main
+# command needs); scripts/test.sh passes --all for the tests and benchmarks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,5 +26,9 @@ if ((${#missing[@]})); then
 fi
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
-cmake --build build -j"$(nproc)"
+if [[ ${1:-} == --all ]]; then
+  cmake --build build -j"$(nproc)"
+else
+  cmake --build build -j"$(nproc)" --target flashdraft
+fi
 echo "setup: done; the binary is build/flashdraft"

@@ -60,7 +60,7 @@ void Activations::reserve(ops::Backend& backend, const LayerGeometry& g, int64_t
   if (rows <= capacity) return;
   const int64_t n = std::max(rows, capacity * 2);
   const ops::DType dt = backend.activation_dtype();
-  x = backend.alloc_tensor(dt, n, g.hidden);
+  x = backend.alloc_tensor(ops::DType::F32, n, g.hidden);  // the residual stream is f32 (backend.h)
   xn = backend.alloc_tensor(dt, n, g.hidden);
   qkv = backend.alloc_tensor(dt, n, g.qkv_dim());
   attn = backend.alloc_tensor(dt, n, g.q_dim());

@@ -45,7 +45,8 @@ void declare_decoder_layer(WeightLoader& loader, const std::string& prefix, cons
 // Activation buffers for up to `capacity` rows, grown (never shrunk) by
 // reserve, so steady decoding allocates nothing.
 struct Activations {
-  ops::OwnedTensor x, xn, qkv, attn, proj, gate_up, act;
+  ops::OwnedTensor x;  // the residual stream, f32
+  ops::OwnedTensor xn, qkv, attn, proj, gate_up, act;
   int64_t capacity = 0;
   void reserve(ops::Backend& backend, const LayerGeometry& g, int64_t rows);
 };

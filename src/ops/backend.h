@@ -11,7 +11,10 @@
 //
 // Dtypes: the CPU backend computes in f32 everywhere (weights widened at load).
 // The CUDA backend keeps weights, activations and the KV pool in bf16 and
-// accumulates in f32; logits come out f32 on both.
+// accumulates in f32; logits come out f32 on both. The residual stream (the
+// decoder layers' running sum x) is f32 on every backend: rounding it to bf16
+// after each block is the largest error a bf16 forward makes (each rounding
+// costs 2^-9 of the whole stream, not of the block's small update).
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -133,7 +136,8 @@ class Backend {
   // Waits for the work queued before it.
   virtual void download(const Tensor& src, float* dst) = 0;
   virtual void download_i32(const Tensor& src, int32_t* dst) = 0;
-  // dst <- src, same dtype and shape, any strides.
+  // dst <- src, same shape, any strides; same dtype, or f32 -> bf16 (rounded
+  // to nearest even: the f32 residual stream copied out as the drafter's taps).
   virtual void copy(const Tensor& src, const Tensor& dst) = 0;
   // Every element of t set to a NaN bit pattern (f32/bf16/f16), for tests
   // that must notice reads of memory nothing wrote.
@@ -145,16 +149,18 @@ class Backend {
   virtual void synchronize() = 0;
 
   // ---- ops (enqueued; inputs and outputs in this backend's memory) ----
-  // out[r] = table[ids[r]] * scale. ids: [n, 1] i32. An id outside the table
-  // is the caller's bug (checked on the host before upload).
+  // out[r] = table[ids[r]] * scale. ids: [n, 1] i32; out f32 (the residual
+  // stream) or the activation dtype. An id outside the table is the caller's
+  // bug (checked on the host before upload).
   virtual void embedding(const Tensor& table, const Tensor& ids, const Tensor& out, float scale) = 0;
   // y = x · w^T (+ bias[1, out]). x [n, in], w [out, in], y [n, out]; y may be
   // f32 while x and w are bf16 (logits). y must not alias x.
   virtual void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) = 0;
-  // y = x / sqrt(mean(x^2) + eps) * w, per row. y may be x.
+  // y = x / sqrt(mean(x^2) + eps) * w, per row. x f32 (the residual stream)
+  // or the activation dtype, y the activation dtype; y may be x when they match.
   virtual void rmsnorm(const Tensor& x, const Tensor& w, const Tensor& y, float eps) = 0;
   // residual += delta; y = rmsnorm(residual) * w. (The residual stream's update
-  // and the next norm in one pass.)
+  // and the next norm in one pass.) residual f32; delta and y the activation dtype.
   virtual void add_rmsnorm(const Tensor& residual, const Tensor& delta, const Tensor& w, const Tensor& y,
                            float eps) = 0;
   // In place on x [n, heads * head_dim]: per head, RMSNorm over head_dim with

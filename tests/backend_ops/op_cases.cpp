@@ -26,6 +26,7 @@ const char* op_name(Op op) {
     case Op::Softcap: return "softcap";
     case Op::Argmax: return "argmax";
     case Op::PagedAttention: return "paged_attention";
+    case Op::Copy: return "copy";
   }
   return "?";
 }
@@ -48,8 +49,8 @@ constexpr double kTwoRoundings = 2e-5;
 
 double bf16_bound(const OpCase& c) {
   switch (c.op) {
-    // One rounding: table[id] * scale in f32, rounded once.
-    case Op::Embedding: return kOneRounding;
+    // One rounding: table[id] * scale in f32, rounded once (none into the f32 residual stream).
+    case Op::Embedding: return c.f32 ? 0.0 : kOneRounding;
     // bf16 y: one rounding of an f32-accumulated dot product (f32 summation
     // error over K <= 12288 terms is ~1e-11). f32 y (logits): no rounding at
     // all, only the summation order differs; 1e-8 still catches a result that
@@ -57,9 +58,10 @@ double bf16_bound(const OpCase& c) {
     case Op::Matmul: return c.f32 ? 1e-8 : kOneRounding;
     // One rounding of y; the statistics are f32.
     case Op::RmsNorm: return kOneRounding;
-    // The residual is stored in bf16 (one rounding), and y is normalised from
-    // it (or from the f32 sum) and rounded again: two.
-    case Op::AddRmsNorm: return kTwoRoundings;
+    // The residual is f32 on every backend (the same f32 sum), y one rounding.
+    case Op::AddRmsNorm: return kOneRounding;
+    // One rounding of each f32 value.
+    case Op::Copy: return kOneRounding;
     // Up to two roundings (after the norm, after the rotation). The angle is
     // the same f32 product pos * inv_freq on both sides, so positions up to
     // 32k cost only cos/sin's last-ulp differences; a fast __sinf of a 32k
@@ -160,6 +162,10 @@ std::vector<OpCase> op_cases(DType dtype) {
     OpCase c{.op = Op::Embedding, .n = e.n, .dim = e.dim, .table = e.vocab, .scalar = e.scale};
     c.name = "embedding_n" + S(e.n) + "_v" + S(e.vocab) + "_d" + S(e.dim) + (e.scale != 1.0f ? "_scaled" : "");
     add(c);
+    // The models embed into the f32 residual stream.
+    c.f32 = true;
+    c.name += "_f32out";
+    add(c);
   }
 
   // ---- matmul: Qwen3-8B's fused qkv, gate_up and down, a small drafter-sized
@@ -185,11 +191,15 @@ std::vector<OpCase> op_cases(DType dtype) {
   matmul(16, {4096, 151936}, false, false, true);
 
   // ---- rmsnorm / add_rmsnorm
-  auto rmsnorm = [&](int64_t n, int64_t dim, bool strided, bool in_place) {
-    OpCase c{.op = Op::RmsNorm, .n = n, .dim = dim, .strided = strided, .in_place = in_place};
-    c.name = "rmsnorm_n" + S(n) + "_d" + S(dim) + (strided ? "_strided" : "") + (in_place ? "_inplace" : "");
+  auto rmsnorm = [&](int64_t n, int64_t dim, bool strided, bool in_place, bool f32 = false) {
+    OpCase c{.op = Op::RmsNorm, .n = n, .dim = dim, .strided = strided, .f32 = f32, .in_place = in_place};
+    c.name = "rmsnorm_n" + S(n) + "_d" + S(dim) + (strided ? "_strided" : "") + (in_place ? "_inplace" : "") +
+             (f32 ? "_f32in" : "");
     add(c);
   };
+  // A layer's first norm reads the f32 residual stream.
+  for (int64_t n : {1, 200}) rmsnorm(n, 4096, false, false, true);
+  rmsnorm(16, 1024, true, false, true);
   for (int64_t n : {1, 16, 200, 2048}) rmsnorm(n, 4096, false, false);
   rmsnorm(200, 1024, false, false);
   rmsnorm(16, 4096, true, false);
@@ -198,6 +208,13 @@ std::vector<OpCase> op_cases(DType dtype) {
   for (auto [n, dim] : {std::pair<int64_t, int64_t>{1, 4096}, {16, 4096}, {200, 4096}, {2048, 4096}, {200, 1024}}) {
     OpCase c{.op = Op::AddRmsNorm, .n = n, .dim = dim};
     c.name = "add_rmsnorm_n" + S(n) + "_d" + S(dim);
+    add(c);
+  }
+
+  // ---- copy f32 -> bf16: the residual stream into a column slice of the taps buffer.
+  for (auto [n, dim] : {std::pair<int64_t, int64_t>{1, 4096}, {200, 4096}, {16, 384}}) {
+    OpCase c{.op = Op::Copy, .n = n, .dim = dim, .strided = true};
+    c.name = "copy_f32_n" + S(n) + "_d" + S(dim) + "_into_slice";
     add(c);
   }
 
@@ -357,13 +374,19 @@ std::shared_ptr<const CaseData> make_case_data(const OpCase& c, uint64_t seed) {
     case Op::RmsNorm:
       d->x = rng.uniform(n * xw, -3.0f, 3.0f);
       d->w = rng.uniform(static_cast<size_t>(c.dim), -2.0f, 2.0f);
-      rounded = {&d->x, &d->w};
+      rounded = {&d->w};
+      if (!c.f32) rounded.push_back(&d->x);
       break;
-    case Op::AddRmsNorm:
+    case Op::AddRmsNorm:  // the residual stays f32 on every backend
       d->residual = rng.uniform(n * c.dim, -4.0f, 4.0f);
       d->delta = rng.uniform(n * c.dim, -1.0f, 1.0f);
       d->w = rng.uniform(static_cast<size_t>(c.dim), -2.0f, 2.0f);
-      rounded = {&d->residual, &d->delta, &d->w};
+      rounded = {&d->delta, &d->w};
+      break;
+    case Op::Copy:  // f32 values that bf16 cannot hold exactly: the rounding shows
+      d->x = rng.uniform(n * c.dim, -4.0f, 4.0f);
+      d->w = rng.uniform(n * xw, -1.0f, 1.0f);  // what the destination buffer held before
+      rounded = {&d->w};
       break;
     case Op::HeadNormRope: {
       d->x = rng.uniform(n * qkv_w, -2.0f, 2.0f);
@@ -512,7 +535,7 @@ void Bound::setup(const OpCase& c, const CaseData& d) {
 
   switch (c.op) {
     case Op::Embedding: {
-      const Tensor table = put(wt, c.table, c.dim, d.w), out = poisoned(act, n, c.dim);
+      const Tensor table = put(wt, c.table, c.dim, d.w), out = poisoned(c.f32 ? DType::F32 : act, n, c.dim);
       keep_.push_back(upload_i32(be_, d.ids));
       const Tensor ids = keep_.back().t;
       const float scale = c.scalar;
@@ -530,7 +553,7 @@ void Bound::setup(const OpCase& c, const CaseData& d) {
       break;
     }
     case Op::RmsNorm: {
-      const Tensor x = x_view(act), w = put(wt, 1, c.dim, d.w);
+      const Tensor x = x_view(c.f32 ? DType::F32 : act), w = put(wt, 1, c.dim, d.w);
       const Tensor y = c.in_place ? x : poisoned(act, n, c.dim);
       op_ = [this, x, w, y] { be_.rmsnorm(x, w, y, kEps); };
       // In place and strided: the whole buffer, so writes outside the view show.
@@ -538,11 +561,19 @@ void Bound::setup(const OpCase& c, const CaseData& d) {
       break;
     }
     case Op::AddRmsNorm: {
-      const Tensor res = put(act, n, c.dim, d.residual), delta = put(act, n, c.dim, d.delta);
+      const Tensor res = put(DType::F32, n, c.dim, d.residual), delta = put(act, n, c.dim, d.delta);
       const Tensor w = put(wt, 1, c.dim, d.w), y = poisoned(act, n, c.dim);
       op_ = [this, res, delta, w, y] { be_.add_rmsnorm(res, delta, w, y, kEps); };
       output("residual", res);
       output("y", y);
+      break;
+    }
+    case Op::Copy: {
+      const Tensor src = put(DType::F32, n, c.dim, d.x);
+      const Tensor dst_buffer = put(act, n, kPadLeft + c.dim + kPadRight, d.w);
+      const Tensor dst = dst_buffer.col_slice(kPadLeft, c.dim);
+      op_ = [this, src, dst] { be_.copy(src, dst); };
+      output("dst", dst_buffer);  // the whole buffer: columns outside the slice must keep their values
       break;
     }
     case Op::HeadNormRope: {
@@ -636,15 +667,16 @@ Traffic traffic(const OpCase& c, const Backend& backend) {
   const double hd = static_cast<double>(c.head_dim);
   Traffic t;
   switch (c.op) {
-    case Op::Embedding: t.bytes = n * dim * (w + a) + 4 * n; break;
+    case Op::Embedding: t.bytes = n * dim * (w + (c.f32 ? 4 : a)) + 4 * n; break;
     case Op::Matmul: {
       const double out = static_cast<double>(c.out);
       t.bytes = n * dim * a + out * dim * w + (c.bias ? out * w : 0) + n * out * (c.f32 ? 4 : a);
       t.flops = 2 * n * dim * out;
       break;
     }
-    case Op::RmsNorm: t.bytes = 2 * n * dim * a + dim * w; break;
-    case Op::AddRmsNorm: t.bytes = 4 * n * dim * a + dim * w; break;
+    case Op::RmsNorm: t.bytes = n * dim * ((c.f32 ? 4 : a) + a) + dim * w; break;
+    case Op::AddRmsNorm: t.bytes = n * dim * (4 + 4 + a + a) + dim * w; break;  // f32 residual read and written
+    case Op::Copy: t.bytes = n * dim * (4 + a); break;
     case Op::HeadNormRope:
       t.bytes = 2 * n * static_cast<double>(c.heads + c.kv_heads) * hd * a + (c.norm ? 2 * hd * w : 0) + 4 * n + 2 * hd;
       break;

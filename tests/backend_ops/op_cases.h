@@ -25,6 +25,7 @@ enum class Op : uint8_t {
   Softcap,
   Argmax,
   PagedAttention,
+  Copy,  // f32 -> the backend's activation dtype (the residual stream out as taps)
 };
 const char* op_name(Op op);
 
@@ -52,7 +53,8 @@ struct OpCase {
   int64_t table = 0;      // embedding vocab; gather_rows source rows
   bool bias = false;      // matmul
   bool strided = false;   // x (matmul, rmsnorm) / q (attention) is a column slice of a wider buffer
-  bool f32 = false;       // matmul: f32 y (logits); gather_rows: f32 source (logits)
+  bool f32 = false;       // matmul: f32 y (logits); gather_rows: f32 source (logits);
+                          // embedding: f32 out, rmsnorm: f32 x (the residual stream)
   bool in_place = false;  // rmsnorm: y is x
   bool norm = true;       // head_norm_rope: with a per-head norm weight (Qwen3) or without (Llama)
   bool ties = false;      // argmax: every row's maximum appears twice

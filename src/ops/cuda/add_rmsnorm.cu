@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "ops/cuda/checks.h"
 #include "ops/cuda/common.cuh"
 #include "ops/cuda/device.h"
@@ -7,14 +9,13 @@ namespace flashdraft::ops::cuda {
 namespace {
 
 // The residual update and the next layer's norm in one pass (as vLLM's
-// fused_add_rms_norm): the residual is rounded to bf16 when stored, and the
-// norm is taken of that stored value, so the stream the next layer adds to is
-// exactly what was normalised. Each thread re-reads only elements it wrote
-// itself, so no barrier beyond block_sum's is needed; y may alias delta.
+// fused_add_rms_norm), with the residual kept in f32 (backend.h says why).
+// Each thread re-reads only elements it wrote itself, so no barrier beyond
+// block_sum's is needed; y may alias delta.
 template <int V>
-__global__ void add_rmsnorm_kernel(bf16* residual, int64_t ldr, const bf16* delta, int64_t ldd,
+__global__ void add_rmsnorm_kernel(float* residual, int64_t ldr, const bf16* delta, int64_t ldd,
                                    const bf16* __restrict__ w, bf16* y, int64_t ldy, int64_t cols, float eps) {
-  bf16* rr = residual + blockIdx.x * ldr;
+  float* rr = residual + blockIdx.x * ldr;
   const bf16* dr = delta + blockIdx.x * ldd;
   bf16* yr = y + blockIdx.x * ldy;
   float sum = 0.f;
@@ -22,14 +23,12 @@ __global__ void add_rmsnorm_kernel(bf16* residual, int64_t ldr, const bf16* delt
     float r[V], d[V];
     load_vec<V>(rr + c, r);
     load_vec<V>(dr + c, d);
-    Vec<bf16, V> out;
 #pragma unroll
     for (int i = 0; i < V; ++i) {
-      out.v[i] = __float2bfloat16_rn(r[i] + d[i]);
-      const float s = __bfloat162float(out.v[i]);
-      sum += s * s;
+      r[i] += d[i];
+      sum += r[i] * r[i];
     }
-    *reinterpret_cast<Vec<bf16, V>*>(rr + c) = out;
+    store_vec<V>(rr + c, r);
   }
   const float inv_rms = rsqrtf(block_sum(sum) / static_cast<float>(cols) + eps);
   for (int64_t c = threadIdx.x * V; c < cols; c += blockDim.x * V) {
@@ -46,21 +45,19 @@ __global__ void add_rmsnorm_kernel(bf16* residual, int64_t ldr, const bf16* delt
 
 void add_rmsnorm(const Tensor& residual, const Tensor& delta, const Tensor& w, const Tensor& y, float eps,
                  cudaStream_t stream) {
-  expect_tensor(residual, DType::BF16, "add_rmsnorm", "residual");
+  expect_tensor(residual, DType::F32, "add_rmsnorm", "residual");
   expect_tensor(delta, DType::BF16, "add_rmsnorm", "delta");
   expect_tensor(w, DType::BF16, "add_rmsnorm", "w");
   expect_tensor(y, DType::BF16, "add_rmsnorm", "y");
   expect_shape(delta, residual.rows, residual.cols, "add_rmsnorm", "delta");
   expect_shape(w, 1, residual.cols, "add_rmsnorm", "w");
   expect_shape(y, residual.rows, residual.cols, "add_rmsnorm", "y");
-  if (residual.data == y.data && residual.ld == y.ld && !residual.empty())
-    fail("add_rmsnorm", "y must not be the residual (the residual keeps the sum)");
   if (residual.empty()) return;
-  const int v = vector_elems(residual.cols, 2, {&residual, &delta, &w, &y});
+  const int v = std::min(vector_elems(residual.cols, 4, {&residual}), vector_elems(residual.cols, 2, {&delta, &w, &y}));
   const unsigned threads = row_threads(residual.cols / v);
   FD_DISPATCH_VEC(v, V,
                   add_rmsnorm_kernel<V><<<static_cast<unsigned>(residual.rows), threads, 0, stream>>>(
-                      residual.as<bf16>(), residual.ld, delta.as<bf16>(), delta.ld, w.as<bf16>(), y.as<bf16>(), y.ld,
+                      residual.as<float>(), residual.ld, delta.as<bf16>(), delta.ld, w.as<bf16>(), y.as<bf16>(), y.ld,
                       residual.cols, eps));
   check(cudaGetLastError(), "add_rmsnorm kernel launch");
 }

@@ -221,6 +221,7 @@ class CudaBackend final : public Backend {
   }
 
   void copy(const Tensor& src, const Tensor& dst) override {
+    if (src.dtype != dst.dtype) return cuda::convert_rows(src, dst, stream_);
     expect_tensor(src, src.dtype, "copy", "src");
     expect_tensor(dst, src.dtype, "copy", "dst");
     expect_shape(dst, src.rows, src.cols, "copy", "dst");

@@ -23,6 +23,8 @@ void store_kv(const Tensor& k, const Tensor& v, const int32_t* slots, const Tens
 void gather_rows(const Tensor& src, const int32_t* rows, const Tensor& dst, cudaStream_t stream);
 void softcap(const Tensor& x, float cap, cudaStream_t stream);
 void argmax(const Tensor& x, const Tensor& out, cudaStream_t stream);
+// Backend::copy from f32 to bf16 (same-dtype copies are cudaMemcpy2D).
+void convert_rows(const Tensor& src, const Tensor& dst, cudaStream_t stream);
 void fill_nan(const Tensor& t, cudaStream_t stream);
 void fill_uniform(const Tensor& t, uint64_t seed, float lo, float hi, cudaStream_t stream);
 // y[r, :] += bias: matmul's fallback when cuBLASLt's bias epilogue cannot take
