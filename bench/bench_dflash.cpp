@@ -17,12 +17,7 @@
 #include <vector>
 
 #include "engine/llm_engine.h"
-#include "io/checkpoint.h"
-#include "io/generation_config.h"
-#include "io/model_config.h"
-#include "model/dflash_drafter.h"
-#include "model/qwen3_model.h"
-#include "tokenizer/tokenizer.h"
+#include "serving/engine_builder.h"
 
 using namespace flashdraft;
 
@@ -73,14 +68,19 @@ int main(int argc, char** argv) {
     }
   }
   try {
-    const std::string tdir = models + "/target";
-    auto target = model::Qwen3Model::load(io::Checkpoint::open(tdir), io::load_model_config(tdir));
-    auto tok = tokenizer::Tokenizer::load(tdir);
-    std::vector<int32_t> eos;
-    for (int64_t id : io::load_generation_config(tdir).eos_token_ids) eos.push_back(static_cast<int32_t>(id));
+    // One target for every run; the engine (and its KV pool) is rebuilt per
+    // method and concurrency by the same builder `generate` uses.
+    serving::ModelFiles files = serving::read_model_files(models + "/target");
+    serving::EngineOptions options;
+    options.device = "cpu";
+    auto target = serving::load_target(files, options, stderr);
+    const tokenizer::Tokenizer& tok = files.tokenizer;
     std::map<std::string, std::unique_ptr<model::DFlashDrafter>> drafters;
-    drafters["drafter-full"] = model::DFlashDrafter::load(models + "/drafter-full", *target);
-    drafters["drafter-swa"] = model::DFlashDrafter::load(models + "/drafter-swa", *target);
+    for (const char* name : {"drafter-full", "drafter-swa"}) {
+      serving::EngineOptions d = options;
+      d.speculative.draft_model = models + "/" + name;
+      drafters[name] = serving::load_drafter(d, *target, stderr);
+    }
 
     std::vector<std::vector<int32_t>> prompts;
     std::ifstream in(prompts_file);
@@ -96,12 +96,12 @@ int main(int argc, char** argv) {
     for (int64_t c : concurrency) {
       for (const char* method : {"plain", "drafter-full", "drafter-swa"}) {
         model::DFlashDrafter* d = std::strcmp(method, "plain") == 0 ? nullptr : drafters[method].get();
-        engine::EngineConfig cfg;
-        cfg.max_running = c;
-        if (d) cfg.num_speculative_tokens = k;
-        cfg.num_kv_blocks = c * static_cast<int64_t>((longest + max_tokens + 32) / 16 + 1);
-        cfg.eos_token_ids = eos;
-        engine::Engine eng(*target, d, cfg);
+        serving::EngineOptions o = options;
+        o.max_num_seqs = c;
+        o.positions_per_seq = static_cast<int64_t>(longest) + max_tokens;
+        if (d && k > 0) o.speculative.num_speculative_tokens = static_cast<int>(k);
+        auto engine = serving::make_engine(*target, d, o, files.eos, stderr);
+        engine::Engine& eng = *engine;
         engine::SamplingParams params;
         params.temperature = 0;
         params.max_tokens = static_cast<int>(max_tokens);

@@ -9,14 +9,10 @@
 #include <random>
 
 #include "cli/chat_prompt.h"
-#include "cli/engine_setup.h"
-#include "cli/model_dir.h"
 #include "cli/prompts_file.h"
 #include "cli/text_stream.h"
 #include "core/error.h"
 #include "engine/llm_engine.h"
-#include "io/generation_config.h"
-#include "io/model_config.h"
 #include "tokenizer/tokenizer.h"
 
 namespace flashdraft::cli {
@@ -30,14 +26,14 @@ struct Job {
   engine::RequestId id = 0;
 };
 
-std::vector<int32_t> encode_prompt(const GenerateOptions& o, const tokenizer::Tokenizer& tok, const PromptEntry& e) {
+std::vector<int32_t> encode_prompt(const GenerateOptions& o, const serving::ModelFiles& model, const PromptEntry& e) {
   std::string text = e.prompt;
   if (o.chat)
-    text = render_chat_prompt(tok, o.system_option->count() > 0 ? std::optional(o.system) : std::nullopt, text,
+    text = render_chat_prompt(model, o.system_option->count() > 0 ? std::optional(o.system) : std::nullopt, text,
                               !o.no_think);
   std::vector<int32_t> ids;
   try {
-    ids = tok.encode(text, o.special);
+    ids = model.tokenizer.encode(text, o.special);
   } catch (const Error& e2) {
     throw UsageError(fmt::format("--prompts-file {}, {}: {}", o.prompts_file, e.name, e2.what()));
   }
@@ -49,20 +45,17 @@ double rate(double tokens, double seconds) { return seconds > 0 ? tokens / secon
 
 }  // namespace
 
-void run_batch(const GenerateOptions& o, const SamplingFlags& flags, const SpeculativeSetup& spec) {
+void run_batch(const GenerateOptions& o, const SamplingFlags& flags, serving::EngineOptions options) {
   std::vector<PromptEntry> entries = read_prompts_file(o.prompts_file);
-  std::filesystem::path dir = require_model_dir(o.model_dir, {"config.json", "tokenizer.json"});
-  io::GenerationConfig generation = io::load_generation_config(dir);
-  engine::SamplingParams params = resolve_sampling(generation, flags);
+  serving::ModelFiles model = serving::read_model_files(o.model_dir);
+  engine::SamplingParams params = resolve_sampling(model.defaults, flags);
   const uint64_t seed = params.seed ? *params.seed : std::random_device{}();
 
-  io::ModelConfig config = io::load_model_config(dir);
-  tokenizer::Tokenizer tok = tokenizer::Tokenizer::load(dir);
   std::vector<Job> jobs(entries.size());
   int64_t longest = 0;
   for (size_t i = 0; i < entries.size(); ++i) {
     jobs[i].entry = std::move(entries[i]);
-    jobs[i].ids = encode_prompt(o, tok, jobs[i].entry);
+    jobs[i].ids = encode_prompt(o, model, jobs[i].entry);
     longest = std::max<int64_t>(longest, static_cast<int64_t>(jobs[i].ids.size()));
   }
   std::ofstream out;
@@ -71,9 +64,11 @@ void run_batch(const GenerateOptions& o, const SamplingFlags& flags, const Specu
     if (!out) throw UsageError(fmt::format("--output {}: cannot write the file", o.output));
   }
 
-  LoadedModels models = load_models(dir, config, spec, o);
-  auto engine =
-      make_engine(models, spec, o.concurrency, longest, params.max_tokens, collect_eos_ids(config, generation, tok));
+  options.max_num_seqs = o.concurrency;
+  options.positions_per_seq = longest + std::max(params.max_tokens, 1);
+  serving::LoadedEngine loaded = serving::build_engine(std::move(model), options);
+  engine::Engine* engine = loaded.engine.get();
+  const tokenizer::Tokenizer& tok = loaded.files.tokenizer;
   const auto start = std::chrono::steady_clock::now();
   for (size_t i = 0; i < jobs.size(); ++i) {
     Job& job = jobs[i];
@@ -95,7 +90,7 @@ void run_batch(const GenerateOptions& o, const SamplingFlags& flags, const Specu
     std::string line = fmt::format(
         "{}: {} prompt tokens, {} generated tokens, {:.1f} tok/s, stop: {}", job.entry.name, r.prompt_tokens,
         r.tokens.size(), rate(static_cast<double>(r.tokens.size()), elapsed), engine::stop_reason_name(r.stop));
-    if (models.drafter) line += fmt::format(", tau {:.2f}", r.spec.tau());
+    if (loaded.drafter) line += fmt::format(", tau {:.2f}", r.spec.tau());
     fmt::print("{}\n", line);
     if (out) {
       nlohmann::ordered_json j = {{"task_id", job.entry.name},
@@ -104,7 +99,7 @@ void run_batch(const GenerateOptions& o, const SamplingFlags& flags, const Specu
                                   {"prompt_tokens", r.prompt_tokens},
                                   {"generated_tokens", r.tokens.size()},
                                   {"stop", engine::stop_reason_name(r.stop)}};
-      if (models.drafter) j["tau"] = r.spec.tau();
+      if (loaded.drafter) j["tau"] = r.spec.tau();
       out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
     }
   }
@@ -113,7 +108,7 @@ void run_batch(const GenerateOptions& o, const SamplingFlags& flags, const Specu
       "{} engine steps, {} preemptions",
       jobs.size(), prompt_total, generated_total, seconds, rate(static_cast<double>(generated_total), seconds),
       o.concurrency, engine->steps(), engine->preemptions());
-  if (models.drafter) total += ", dflash " + engine->stats().summary();
+  if (loaded.drafter) total += ", dflash " + engine->stats().summary();
   if (params.temperature > 0) total += fmt::format(", seed {}", seed);
   fmt::print("{}\n", total);
   if (out) {

@@ -5,10 +5,12 @@
 // statistics line per request and a total; --output gets the completions.
 #include "cli/generate_command.h"
 #include "cli/sampling_setup.h"
-#include "cli/speculative_config.h"
+#include "serving/engine_builder.h"
 
 namespace flashdraft::cli {
 
-void run_batch(const GenerateOptions& options, const SamplingFlags& flags, const SpeculativeSetup& spec);
+// engine: the engine flags (engine_options); max_num_seqs and the KV pool's
+// positions_per_seq come from --concurrency and the prompts.
+void run_batch(const GenerateOptions& options, const SamplingFlags& flags, serving::EngineOptions engine);
 
 }  // namespace flashdraft::cli

@@ -5,13 +5,13 @@
 #include <optional>
 #include <string>
 
-#include "tokenizer/tokenizer.h"
+#include "serving/engine_builder.h"
 
 namespace flashdraft::cli {
 
 // Throws UsageError when the model directory has no chat template, and
 // flashdraft::Error (naming the construct) when the template cannot be used.
-std::string render_chat_prompt(const tokenizer::Tokenizer& tokenizer, const std::optional<std::string>& system,
+std::string render_chat_prompt(const serving::ModelFiles& model, const std::optional<std::string>& system,
                                const std::string& user, bool enable_thinking);
 
 }  // namespace flashdraft::cli

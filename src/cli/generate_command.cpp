@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <optional>
@@ -9,8 +10,6 @@
 
 #include "cli/batch_generate.h"
 #include "cli/chat_prompt.h"
-#include "cli/engine_setup.h"
-#include "cli/model_dir.h"
 #include "cli/sampling_setup.h"
 #include "cli/terminal.h"
 #include "cli/text_stream.h"
@@ -18,8 +17,7 @@
 #include "core/error.h"
 #include "engine/generation_result.h"
 #include "engine/llm_engine.h"
-#include "io/generation_config.h"
-#include "io/model_config.h"
+#include "serving/engine_builder.h"
 #include "tokenizer/tokenizer.h"
 
 namespace flashdraft::cli {
@@ -50,7 +48,8 @@ void check_batch_flags(const GenerateOptions& o) {
 
 void check_prompt_source(const GenerateOptions& o) {
   if (o.concurrency_option->count() > 0 || o.output_option->count() > 0)
-    throw UsageError("--concurrency and --output belong to batch mode; they need --prompts-file FILE");
+    throw UsageError(
+        "--concurrency (--max-num-seqs) and --output belong to batch mode; they need --prompts-file FILE");
   int given = static_cast<int>(o.prompt_option->count() > 0) + static_cast<int>(o.prompt_file_option->count() > 0) +
               static_cast<int>(o.prompt_ids_option->count() > 0);
   if (given != 1)
@@ -77,7 +76,8 @@ PromptInput read_prompt(const GenerateOptions& o) {
 }
 
 std::vector<int32_t> prompt_tokens(const GenerateOptions& o, const PromptInput& input,
-                                   const tokenizer::Tokenizer& tok) {
+                                   const serving::ModelFiles& model) {
+  const tokenizer::Tokenizer& tok = model.tokenizer;
   if (!input.text) {
     std::vector<int32_t> ids = parse_token_ids(input.ids_json, "--prompt-ids", tok.vocab_size());
     if (ids.empty()) throw UsageError("--prompt-ids: the prompt is empty; the model needs a token to continue from");
@@ -85,7 +85,7 @@ std::vector<int32_t> prompt_tokens(const GenerateOptions& o, const PromptInput& 
   }
   std::string text = *input.text;
   const char* flag = o.prompt_option->count() > 0 ? "--prompt" : "--prompt-file";
-  if (o.chat) text = render_chat_prompt(tok, if_given(o.system_option, o.system), text, !o.no_think);
+  if (o.chat) text = render_chat_prompt(model, if_given(o.system_option, o.system), text, !o.no_think);
   std::vector<int32_t> ids;
   try {
     // Special tokens written in the prompt count as such, as in transformers (unless --no-special).
@@ -201,19 +201,41 @@ CLI::App* add_generate_command(CLI::App& app, GenerateOptions& o) {
                   "(default: 0.9)")
       ->check(CLI::Range(0.01, 1.0))
       ->type_name("FRACTION");
+  cmd->add_option("--max-model-len", o.max_model_len,
+                  "Longest prompt + output a request may have (default: the model's max_position_embeddings)")
+      ->check(CLI::PositiveNumber)
+      ->type_name("N");
+  cmd->add_option("--max-num-batched-tokens", o.max_num_batched_tokens,
+                  fmt::format("Most tokens (prefill chunks and verify rows) one forward pass runs (default: {})",
+                              serving::EngineOptions().max_num_batched_tokens))
+      ->check(CLI::PositiveNumber)
+      ->type_name("N");
   o.prompts_file_option =
       cmd->add_option("--prompts-file", o.prompts_file,
                       "Batch mode: run every prompt of this jsonl file (HumanEval format, or {\"prompt\": ...} "
                       "lines) concurrently; prints per-request and total statistics")
           ->type_name("FILE");
   o.concurrency_option =
-      cmd->add_option("--concurrency", o.concurrency, "Batch mode: requests running at once (default: 8)")
+      cmd->add_option("--concurrency,--max-num-seqs", o.concurrency,
+                      "Batch mode: requests running at once (default: 8)")
           ->type_name("N");
   o.output_option =
       cmd->add_option("--output", o.output,
                       "Batch mode: write each completion as a jsonl line to FILE (default: statistics only)")
           ->type_name("FILE");
   return cmd;
+}
+
+serving::EngineOptions engine_options(const GenerateOptions& o, const serving::SpeculativeSetup& spec) {
+  serving::EngineOptions e;
+  e.model = o.model_dir;
+  e.speculative = spec;
+  e.device = o.device;
+  e.load_format = o.load_format;
+  e.gpu_memory_utilization = o.gpu_memory_utilization;
+  e.max_model_len = o.max_model_len;
+  if (o.max_num_batched_tokens > 0) e.max_num_batched_tokens = o.max_num_batched_tokens;
+  return e;
 }
 
 void run_generate(const GenerateOptions& o) {
@@ -234,32 +256,31 @@ void run_generate(const GenerateOptions& o) {
   flags.stop = o.stop;
   flags.ignore_eos = o.ignore_eos;
   check_sampling_flags(flags);
-  const SpeculativeSetup spec = speculative_setup(o);
+  const serving::SpeculativeSetup spec = serving::speculative_setup(
+      if_given(o.draft_model_option, o.draft_model), if_given(o.num_speculative_tokens_option, o.num_speculative_tokens),
+      if_given(o.speculative_config_option, o.speculative_config));
+  serving::EngineOptions options = engine_options(o, spec);
   if (batch) {
-    run_batch(o, flags, spec);
+    run_batch(o, flags, options);
     return;
   }
   PromptInput input = read_prompt(o);
-  std::filesystem::path dir = require_model_dir(o.model_dir, {"config.json", "tokenizer.json"});
-
-  io::GenerationConfig generation = io::load_generation_config(dir);
-  engine::SamplingParams params = resolve_sampling(generation, flags);
+  serving::ModelFiles model = serving::read_model_files(o.model_dir);
+  engine::SamplingParams params = resolve_sampling(model.defaults, flags);
   if (!params.seed) params.seed = std::random_device{}();
+  std::vector<int32_t> prompt = prompt_tokens(o, input, model);
 
-  io::ModelConfig config = io::load_model_config(dir);
-  tokenizer::Tokenizer tok = tokenizer::Tokenizer::load(dir);
-  std::vector<int32_t> prompt = prompt_tokens(o, input, tok);
-  std::vector<int32_t> eos = collect_eos_ids(config, generation, tok);
-
-  LoadedModels models = load_models(dir, config, spec, o);
-  auto engine = make_engine(models, spec, 1, static_cast<int64_t>(prompt.size()), params.max_tokens, eos);
-  TextStream stream(tok, params.stop, write_text);
-  const engine::RequestId id = engine->add(prompt, params, [&](int32_t token) { return stream.push(token); });
-  while (engine->has_work()) engine->step();
+  options.max_num_seqs = 1;
+  options.positions_per_seq = static_cast<int64_t>(prompt.size()) + std::max(params.max_tokens, 1);
+  serving::LoadedEngine loaded = serving::build_engine(std::move(model), options);
+  engine::Engine& engine = *loaded.engine;
+  TextStream stream(loaded.files.tokenizer, params.stop, write_text);
+  const engine::RequestId id = engine.add(prompt, params, [&](int32_t token) { return stream.push(token); });
+  while (engine.has_work()) engine.step();
   stream.finish();
   end_line_on_terminal(stream.text());
 
-  const engine::RequestResult r = engine->result(id);
+  const engine::RequestResult r = engine.result(id);
   engine::GenerationResult result;
   result.tokens = r.tokens;
   result.stop_reason = r.stop;
@@ -267,7 +288,7 @@ void run_generate(const GenerateOptions& o) {
   result.prefill_seconds = r.prefill_seconds;
   result.decode_seconds = r.decode_seconds;
   fmt::print(stderr, "{}\n",
-             summary_line(result, params, stream.matcher(), models.drafter ? &engine->stats() : nullptr));
+             summary_line(result, params, stream.matcher(), loaded.drafter ? &engine.stats() : nullptr));
 }
 
 }  // namespace flashdraft::cli

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "serving/engine_builder.h"
+
 namespace flashdraft::cli {
 
 struct GenerateOptions {
@@ -29,9 +31,11 @@ struct GenerateOptions {
   std::string device = "auto", load_format = "auto";
   bool special = true;  // special tokens written in the prompt become their ids
   double gpu_memory_utilization = 0.9;
+  int64_t max_model_len = 0;  // 0: the model's max_position_embeddings
+  int64_t max_num_batched_tokens = 0;  // 0: the engine's default
   // Batch mode: prompts from a jsonl file, run concurrently.
   std::string prompts_file, output;
-  int concurrency = 8;
+  int concurrency = 8;  // --concurrency, or vLLM's --max-num-seqs
   // Set by add_generate_command: which flags were given (a given flag
   // overrides generation_config.json; an absent one does not).
   const CLI::Option *prompt_option = nullptr, *prompt_file_option = nullptr, *prompt_ids_option = nullptr,
@@ -44,5 +48,9 @@ struct GenerateOptions {
 
 CLI::App* add_generate_command(CLI::App& app, GenerateOptions& options);
 void run_generate(const GenerateOptions& options);
+
+// The engine flags as the builder takes them; positions_per_seq and
+// max_num_seqs are left to the mode, which knows its prompts.
+serving::EngineOptions engine_options(const GenerateOptions& options, const serving::SpeculativeSetup& spec);
 
 }  // namespace flashdraft::cli

@@ -2,12 +2,9 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
-#include "engine/sampling_defaults.h"
-#include "tokenizer/tokenizer.h"
 
 namespace flashdraft::cli {
 
@@ -32,9 +29,9 @@ void check_sampling_flags(const SamplingFlags& flags) {
   }
 }
 
-engine::SamplingParams resolve_sampling(const io::GenerationConfig& defaults, const SamplingFlags& flags) {
+engine::SamplingParams resolve_sampling(const engine::SamplingParams& defaults, const SamplingFlags& flags) {
   check_sampling_flags(flags);
-  engine::SamplingParams params = engine::defaults_from(defaults);
+  engine::SamplingParams params = defaults;
 
   if (flags.temperature) params.temperature = *flags.temperature;
   if (flags.top_p) params.top_p = *flags.top_p;
@@ -51,15 +48,6 @@ engine::SamplingParams resolve_sampling(const io::GenerationConfig& defaults, co
     throw Error(fmt::format("generation_config.json: {}", e.what()));
   }
   return params;
-}
-
-std::vector<int32_t> collect_eos_ids(const io::ModelConfig& model, const io::GenerationConfig& generation,
-                                     const tokenizer::Tokenizer& tokenizer) {
-  std::vector<int32_t> ids = engine::eos_token_ids(generation, model);
-  if (auto id = tokenizer.eos_token_id(); id && std::find(ids.begin(), ids.end(), *id) == ids.end()) {
-    ids.push_back(*id);
-  }
-  return ids;
 }
 
 }  // namespace flashdraft::cli

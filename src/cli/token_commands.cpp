@@ -6,10 +6,10 @@
 #include <fstream>
 #include <iterator>
 
-#include "cli/model_dir.h"
 #include "cli/terminal.h"
 #include "cli/token_ids_json.h"
 #include "core/error.h"
+#include "serving/model_dir.h"
 #include "tokenizer/tokenizer.h"
 
 namespace flashdraft::cli {
@@ -22,7 +22,7 @@ std::string read_file(const std::string& path) {
 }
 
 tokenizer::Tokenizer load_tokenizer(const std::string& model_dir) {
-  return tokenizer::Tokenizer::load(require_model_dir(model_dir, {"tokenizer.json"}));
+  return tokenizer::Tokenizer::load(serving::require_model_dir(model_dir, {"tokenizer.json"}));
 }
 
 }  // namespace

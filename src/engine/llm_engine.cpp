@@ -46,6 +46,11 @@ Engine::Engine(model::Qwen3Model& target, model::DFlashDrafter* drafter, const E
                             config.kv_block_size, config.num_kv_blocks, config.max_running));
   }
   context_limit_ = target.config().max_position_embeddings;
+  if (config.max_model_len < 0 || config.max_model_len > context_limit_) {
+    throw Error(fmt::format("max_model_len {}: must be in [1, {}] (the model's max_position_embeddings; 0 = that)",
+                            config.max_model_len, context_limit_));
+  }
+  if (config.max_model_len > 0) context_limit_ = config.max_model_len;
   if (config_.num_kv_blocks == 0) {
     const int64_t per_request = (context_limit_ + 1 + k_ + config.kv_block_size - 1) / config.kv_block_size;
     config_.num_kv_blocks = per_request * config.max_running;
@@ -63,9 +68,9 @@ RequestId Engine::add(std::vector<int32_t> prompt, const SamplingParams& params,
   if (prompt.empty()) throw Error("the prompt has no tokens; the model needs at least one to continue from");
   if (static_cast<int64_t>(prompt.size()) >= context_limit_) {
     throw Error(
-        fmt::format("the prompt has {} tokens but the model's context holds {} (max_position_embeddings); "
-                    "no room left to generate",
-                    prompt.size(), context_limit_));
+        fmt::format("the prompt has {} tokens but the model's context holds {} ({}); no room left to generate",
+                    prompt.size(), context_limit_,
+                    config_.max_model_len > 0 ? "max_model_len" : "max_position_embeddings"));
   }
   const int32_t vocab = static_cast<int32_t>(target_.config().vocab_size);
   for (int32_t id : prompt) {

@@ -39,6 +39,9 @@ struct EngineConfig {
   int64_t num_kv_blocks = 0;
   int64_t max_running = 8;
   int64_t max_tokens_per_step = 512;
+  // Longest prompt + output a request may have (vLLM's max_model_len). 0:
+  // the target's max_position_embeddings, which is also the most it may be.
+  int64_t max_model_len = 0;
   std::vector<int32_t> eos_token_ids;  // ignored by requests with ignore_eos
 };
 

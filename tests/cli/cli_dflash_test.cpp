@@ -85,6 +85,8 @@ TEST(CliDFlash, BadDrafterFlagsAreOneLineUsageErrors) {
       {{"--draft-model", kFull, "--speculative-config", R"({"method":"dflash","model":"x"})"}, "do not combine"},
       {{"--draft-model", kFull, "--num-speculative-tokens", "16"}, "at most 15", false},
       {{"--draft-model", kFull, "--num-speculative-tokens", "0"}, "must be >= 1"},
+      {{"--draft-model", kFull, "--max-num-batched-tokens", "8"}, "--max-num-batched-tokens: must be >= 16", false},
+      {{"--draft-model", kFull, "--max-model-len", "4096"}, "--max-model-len: must be in [1, 2048]"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = {"--prompt", "hi", "--max-tokens", "2"};
@@ -164,6 +166,9 @@ TEST(CliDFlash, BatchModeUsageErrors) {
   EXPECT_EQ(conc.exit_code, 2);
   Ran no_file = generate({"--prompt", "x", "--concurrency", "2"});
   EXPECT_EQ(no_file.exit_code, 2);
+  Ran vllm_spelling = generate({"--prompt", "x", "--max-num-seqs", "2"});
+  EXPECT_EQ(vllm_spelling.exit_code, 2);
+  EXPECT_NE(vllm_spelling.err.find("belong to batch mode"), std::string::npos) << vllm_spelling.err;
   const std::string bad = scratch_dir() + "/bad.jsonl";
   std::ofstream(bad) << "{\"prompt\": \"ok\"}\n{\"text\": \"no prompt key\"}\n";
   Ran r = generate({"--prompts-file", bad});

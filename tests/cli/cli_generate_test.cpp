@@ -299,6 +299,23 @@ TEST_F(CliGenerate, FillsTheContextThenStops) {
   EXPECT_NE(r.err.find("1024 tokens"), std::string::npos) << r.err;
 }
 
+TEST_F(CliGenerate, MaxModelLenLimitsTheContextLikeMaxPositionEmbeddings) {
+  std::vector<int32_t> prompt(20);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 37) % 500);
+  Summary s;
+  text_of({"--prompt-ids", ids_json(prompt), "--temperature", "0", "--max-tokens", "100", "--max-model-len", "23"},
+          &s);
+  EXPECT_EQ(s.generated_tokens, 3);
+  EXPECT_EQ(s.stop, "context_full");
+
+  Ran too_long = generate({"--prompt-ids", ids_json(prompt), "--max-model-len", "20"});
+  EXPECT_EQ(too_long.exit_code, 1);
+  EXPECT_NE(too_long.err.find("holds 20 (max_model_len)"), std::string::npos) << too_long.err;
+  Ran past_context = generate({"--prompt", "Hi", "--max-model-len", "1025"});
+  EXPECT_EQ(past_context.exit_code, 2);
+  EXPECT_NE(past_context.err.find("--max-model-len"), std::string::npos) << past_context.err;
+}
+
 TEST_F(CliGenerate, CorruptCheckpointFailsNamingTheFile) {
   std::string dir = assemble_tiny_model("corrupt");
   const std::string shard = "model-00002-of-00003.safetensors";

@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "tokenizer/tokenizer.h"
+#include "serving/generation_defaults.h"
 
 namespace flashdraft::cli {
 namespace {
+
+engine::SamplingParams defaults(const io::GenerationConfig& g) { return serving::sampling_defaults(g); }
 
 io::GenerationConfig qwen_like() {
   io::GenerationConfig g;
@@ -19,7 +21,7 @@ io::GenerationConfig qwen_like() {
 }
 
 TEST(ResolveSampling, ModelDefaultsApplyWhenNoFlagIsGiven) {
-  auto p = resolve_sampling(qwen_like(), {});
+  auto p = resolve_sampling(defaults(qwen_like()), {});
   EXPECT_DOUBLE_EQ(p.temperature, 0.6);
   EXPECT_DOUBLE_EQ(p.top_p, 0.95);
   EXPECT_EQ(p.top_k, 20);
@@ -38,7 +40,7 @@ TEST(ResolveSampling, FlagsOverrideModelDefaults) {
   f.seed = 99;
   f.stop = {"END"};
   f.ignore_eos = true;
-  auto p = resolve_sampling(qwen_like(), f);
+  auto p = resolve_sampling(defaults(qwen_like()), f);
   EXPECT_DOUBLE_EQ(p.temperature, 0.0);
   EXPECT_DOUBLE_EQ(p.top_p, 0.5);
   EXPECT_EQ(p.top_k, 3);
@@ -52,24 +54,24 @@ TEST(ResolveSampling, FlagsOverrideModelDefaults) {
 TEST(ResolveSampling, MaxNewTokensFromGenerationConfigIsTheDefault) {
   io::GenerationConfig g;
   g.max_new_tokens = 33;
-  EXPECT_EQ(resolve_sampling(g, {}).max_tokens, 33);
+  EXPECT_EQ(resolve_sampling(defaults(g), {}).max_tokens, 33);
   SamplingFlags f;
   f.max_tokens = 0;
-  EXPECT_EQ(resolve_sampling(g, f).max_tokens, 0);
+  EXPECT_EQ(resolve_sampling(defaults(g), f).max_tokens, 0);
 }
 
 TEST(ResolveSampling, DoSampleFalseMeansGreedyUnlessTheFlagSaysOtherwise) {
   io::GenerationConfig g = qwen_like();
   g.do_sample = false;
-  EXPECT_DOUBLE_EQ(resolve_sampling(g, {}).temperature, 0.0);
+  EXPECT_DOUBLE_EQ(resolve_sampling(defaults(g), {}).temperature, 0.0);
   SamplingFlags f;
   f.temperature = 0.8;
-  EXPECT_DOUBLE_EQ(resolve_sampling(g, f).temperature, 0.8);
+  EXPECT_DOUBLE_EQ(resolve_sampling(defaults(g), f).temperature, 0.8);
 }
 
 void expect_usage_error(const SamplingFlags& f, const std::string& flag) {
   try {
-    resolve_sampling({}, f);
+    resolve_sampling(defaults({}), f);
     FAIL() << "expected a usage error for " << flag;
   } catch (const UsageError& e) {
     EXPECT_EQ(std::string(e.what()).rfind(flag + ":", 0), 0u) << e.what();
@@ -111,33 +113,20 @@ TEST(ResolveSampling, EdgeValuesAreAccepted) {
   f.top_k = 0;
   f.temperature = 0.0;
   f.max_tokens = 0;
-  EXPECT_NO_THROW(resolve_sampling({}, f));
+  EXPECT_NO_THROW(resolve_sampling(defaults({}), f));
 }
 
 TEST(ResolveSampling, BadModelDefaultIsAnErrorNamingGenerationConfigNotAFlag) {
   io::GenerationConfig g;
   g.top_p = 2.0;
   try {
-    resolve_sampling(g, {});
+    resolve_sampling(defaults(g), {});
     FAIL() << "expected an error";
   } catch (const UsageError& e) {
     FAIL() << "a model file problem is not a usage error: " << e.what();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("generation_config.json"), std::string::npos) << e.what();
   }
-}
-
-TEST(CollectEosIds, UnitesGenerationConfigModelConfigAndTokenizer) {
-  auto tok = tokenizer::Tokenizer::load(FD_FIXTURES_DIR "/cli/tiny-tokenizer");
-  ASSERT_TRUE(tok.eos_token_id().has_value());
-  const int32_t im_end = *tok.eos_token_id();
-  io::GenerationConfig g;
-  g.eos_token_ids = {100, 101};
-  io::ModelConfig m;
-  m.eos_token_ids = {101, 102};
-  EXPECT_EQ(collect_eos_ids(m, g, tok), (std::vector<int32_t>{100, 101, 102, im_end}));
-  // Nothing from the configs: the tokenizer's eos_token still stops.
-  EXPECT_EQ(collect_eos_ids({}, {}, tok), (std::vector<int32_t>{im_end}));
 }
 
 }  // namespace

@@ -1,12 +1,30 @@
-#include "cli/speculative_config.h"
+#include "serving/speculative_config.h"
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
+#include <system_error>
 
 #include "core/error.h"
 
-namespace flashdraft::cli {
+namespace flashdraft::serving {
+namespace {
+
+std::filesystem::path require_drafter_dir(const std::string& flag, const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::path abs = std::filesystem::absolute(dir, ec);
+  if (ec) abs = dir;
+  if (!std::filesystem::is_directory(abs, ec)) {
+    throw UsageError(fmt::format("{}: no such directory: {}", flag, abs.string()));
+  }
+  if (!std::filesystem::is_regular_file(abs / "config.json", ec)) {
+    throw UsageError(fmt::format("{}: no config.json in {}", flag, abs.string()));
+  }
+  return abs;
+}
+
+}  // namespace
 
 SpeculativeSetup parse_speculative_config(std::string_view text) {
   constexpr const char* kFlag = "--speculative-config";
@@ -48,4 +66,30 @@ SpeculativeSetup parse_speculative_config(std::string_view text) {
   return setup;
 }
 
-}  // namespace flashdraft::cli
+SpeculativeSetup speculative_setup(const std::optional<std::string>& draft_model,
+                                   const std::optional<int>& num_speculative_tokens,
+                                   const std::optional<std::string>& speculative_config) {
+  if (speculative_config && (draft_model || num_speculative_tokens)) {
+    throw UsageError(
+        "--speculative-config already names the drafter and num_speculative_tokens; "
+        "do not combine it with --draft-model or --num-speculative-tokens");
+  }
+  SpeculativeSetup setup;
+  if (speculative_config) {
+    setup = parse_speculative_config(*speculative_config);
+    setup.draft_model = require_drafter_dir("--speculative-config model", setup.draft_model).string();
+    return setup;
+  }
+  if (num_speculative_tokens && !draft_model)
+    throw UsageError("--num-speculative-tokens needs --draft-model DIR (the DFlash drafter)");
+  if (num_speculative_tokens && *num_speculative_tokens < 1) {
+    throw UsageError(fmt::format("--num-speculative-tokens: must be >= 1, got {}", *num_speculative_tokens));
+  }
+  if (draft_model) {
+    setup.draft_model = require_drafter_dir("--draft-model", *draft_model).string();
+    setup.num_speculative_tokens = num_speculative_tokens;
+  }
+  return setup;
+}
+
+}  // namespace flashdraft::serving

@@ -1,10 +1,10 @@
-#include "cli/load_progress.h"
+#include "serving/load_progress.h"
 
 #include <fmt/format.h>
 
 #include <string>
 
-namespace flashdraft::cli {
+namespace flashdraft::serving {
 namespace {
 
 constexpr auto kRedrawEvery = std::chrono::milliseconds(100);
@@ -40,4 +40,4 @@ void LoadProgress::finish(uint64_t total_bytes) {
   std::fflush(out_);
 }
 
-}  // namespace flashdraft::cli
+}  // namespace flashdraft::serving

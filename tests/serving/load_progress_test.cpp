@@ -1,11 +1,11 @@
-#include "cli/load_progress.h"
+#include "serving/load_progress.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <string>
 
-namespace flashdraft::cli {
+namespace flashdraft::serving {
 namespace {
 
 // Everything written to a temporary FILE*.
@@ -62,4 +62,4 @@ TEST(LoadProgress, FastLoadsShowNoBarEvenOnATerminal) {
 }
 
 }  // namespace
-}  // namespace flashdraft::cli
+}  // namespace flashdraft::serving

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 
-namespace flashdraft::cli {
+namespace flashdraft::serving {
 
 class LoadProgress {
  public:
@@ -29,4 +29,4 @@ class LoadProgress {
   Clock::time_point last_draw_;
 };
 
-}  // namespace flashdraft::cli
+}  // namespace flashdraft::serving

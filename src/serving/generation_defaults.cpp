@@ -1,12 +1,14 @@
-#include "engine/sampling_defaults.h"
+#include "serving/generation_defaults.h"
 
 #include <algorithm>
 #include <limits>
 
-namespace flashdraft::engine {
+#include "tokenizer/tokenizer.h"
 
-SamplingParams defaults_from(const io::GenerationConfig& g) {
-  SamplingParams p;
+namespace flashdraft::serving {
+
+engine::SamplingParams sampling_defaults(const io::GenerationConfig& g) {
+  engine::SamplingParams p;
   if (g.temperature) p.temperature = *g.temperature;
   if (g.do_sample == false) p.temperature = 0.0;
   if (g.top_k && *g.top_k > 0) {
@@ -20,7 +22,8 @@ SamplingParams defaults_from(const io::GenerationConfig& g) {
   return p;
 }
 
-std::vector<int32_t> eos_token_ids(const io::GenerationConfig& generation, const io::ModelConfig& model) {
+std::vector<int32_t> eos_token_ids(const io::ModelConfig& model, const io::GenerationConfig& generation,
+                                   const tokenizer::Tokenizer& tokenizer) {
   std::vector<int32_t> ids;
   auto add = [&](int64_t id) {
     const auto v = static_cast<int32_t>(id);
@@ -28,7 +31,8 @@ std::vector<int32_t> eos_token_ids(const io::GenerationConfig& generation, const
   };
   for (int64_t id : generation.eos_token_ids) add(id);
   for (int64_t id : model.eos_token_ids) add(id);
+  if (auto id = tokenizer.eos_token_id()) add(*id);
   return ids;
 }
 
-}  // namespace flashdraft::engine
+}  // namespace flashdraft::serving

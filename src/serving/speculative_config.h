@@ -1,12 +1,12 @@
 #pragma once
-// The drafter settings of `generate`, from either spelling: --draft-model D
+// The drafter settings, from either spelling: --draft-model D
 // [--num-speculative-tokens N], or vLLM's --speculative-config JSON
 // ('{"method":"dflash","model":"D","num_speculative_tokens":15}').
 #include <optional>
 #include <string>
 #include <string_view>
 
-namespace flashdraft::cli {
+namespace flashdraft::serving {
 
 struct SpeculativeSetup {
   std::string draft_model;                    // empty: plain decoding
@@ -18,4 +18,12 @@ struct SpeculativeSetup {
 // is not an integer >= 1, or a key we do not know.
 SpeculativeSetup parse_speculative_config(std::string_view json);
 
-}  // namespace flashdraft::cli
+// The setup from the flags as given (nullopt: the flag is absent). Throws
+// UsageError on a conflicting or incomplete combination, and when the
+// drafter directory (which must hold config.json) is missing; the drafter
+// path comes back absolute.
+SpeculativeSetup speculative_setup(const std::optional<std::string>& draft_model,
+                                   const std::optional<int>& num_speculative_tokens,
+                                   const std::optional<std::string>& speculative_config);
+
+}  // namespace flashdraft::serving

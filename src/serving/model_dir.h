@@ -5,11 +5,11 @@
 #include <initializer_list>
 #include <string_view>
 
-namespace flashdraft::cli {
+namespace flashdraft::serving {
 
 // Throws UsageError "--model DIR: ..." when dir is not a directory or lacks
 // one of the named files. Returns the directory made absolute.
 std::filesystem::path require_model_dir(const std::filesystem::path& dir,
                                         std::initializer_list<std::string_view> required_files);
 
-}  // namespace flashdraft::cli
+}  // namespace flashdraft::serving

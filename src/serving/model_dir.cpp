@@ -1,4 +1,4 @@
-#include "cli/model_dir.h"
+#include "serving/model_dir.h"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 
-namespace flashdraft::cli {
+namespace flashdraft::serving {
 
 std::filesystem::path require_model_dir(const std::filesystem::path& dir,
                                         std::initializer_list<std::string_view> required_files) {
@@ -27,4 +27,4 @@ std::filesystem::path require_model_dir(const std::filesystem::path& dir,
   return abs;
 }
 
-}  // namespace flashdraft::cli
+}  // namespace flashdraft::serving
