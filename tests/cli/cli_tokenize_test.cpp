@@ -97,10 +97,12 @@ TEST(CliDetokenize, KeepsSpecialTokensUnlessSkipped) {
 // fetched tokenizer_config.json) the way transformers does.
 TEST(CliChatPrompt, RendersQwen3Template) {
   auto tok = tokenizer::Tokenizer::load(kQwen3);
-  EXPECT_EQ(render_chat_prompt(tok, std::string("You are terse."), "Hi!", true),
+  // Only the tokenizer and its template matter here (the directory has no config.json).
+  const serving::ModelFiles qwen3{kQwen3, {}, {}, tok, {}, {}, chat::ChatTemplate::parse(tok.chat_template()), ""};
+  EXPECT_EQ(render_chat_prompt(qwen3, std::string("You are terse."), "Hi!", true),
             "<|im_start|>system\nYou are terse.<|im_end|>\n<|im_start|>user\nHi!<|im_end|>\n"
             "<|im_start|>assistant\n");
-  EXPECT_EQ(render_chat_prompt(tok, std::nullopt, "Hi!", false),
+  EXPECT_EQ(render_chat_prompt(qwen3, std::nullopt, "Hi!", false),
             "<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
 }
 
