@@ -10,9 +10,9 @@
 
 #include "cli/chat_prompt.h"
 #include "cli/prompts_file.h"
-#include "cli/text_stream.h"
 #include "core/error.h"
 #include "engine/llm_engine.h"
+#include "serving/text_output.h"
 #include "tokenizer/tokenizer.h"
 
 namespace flashdraft::cli {
@@ -21,8 +21,7 @@ namespace {
 struct Job {
   PromptEntry entry;
   std::vector<int32_t> ids;
-  std::string text;
-  std::unique_ptr<TextStream> stream;
+  std::unique_ptr<serving::TextOutput> text;
   engine::RequestId id = 0;
 };
 
@@ -68,21 +67,20 @@ void run_batch(const GenerateOptions& o, const SamplingFlags& flags, serving::En
   options.positions_per_seq = longest + std::max(params.max_tokens, 1);
   serving::LoadedEngine loaded = serving::build_engine(std::move(model), options);
   engine::Engine* engine = loaded.engine.get();
-  const tokenizer::Tokenizer& tok = loaded.files.tokenizer;
   const auto start = std::chrono::steady_clock::now();
   for (size_t i = 0; i < jobs.size(); ++i) {
     Job& job = jobs[i];
-    job.stream = std::make_unique<TextStream>(tok, params.stop, [&job](std::string_view piece) { job.text += piece; });
+    job.text = std::make_unique<serving::TextOutput>(loaded.files.tokenizer, params.stop);
     engine::SamplingParams p = params;
     p.seed = seed + i;  // each request its own stream, all reproducible from one seed
-    job.id = engine->add(job.ids, p, [&job](int32_t token) { return job.stream->push(token); });
+    job.id = engine->add(job.ids, p, [&job](int32_t token) { return !job.text->push(token).stopped; });
   }
   while (engine->has_work()) engine->step();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   int64_t prompt_total = 0, generated_total = 0;
   for (Job& job : jobs) {
-    job.stream->finish();
+    job.text->finish();
     const engine::RequestResult r = engine->result(job.id);
     prompt_total += r.prompt_tokens;
     generated_total += static_cast<int64_t>(r.tokens.size());
@@ -95,7 +93,7 @@ void run_batch(const GenerateOptions& o, const SamplingFlags& flags, serving::En
     if (out) {
       nlohmann::ordered_json j = {{"task_id", job.entry.name},
                                   {"prompt", job.entry.prompt},
-                                  {"completion", job.text},
+                                  {"completion", job.text->text()},
                                   {"prompt_tokens", r.prompt_tokens},
                                   {"generated_tokens", r.tokens.size()},
                                   {"stop", engine::stop_reason_name(r.stop)}};

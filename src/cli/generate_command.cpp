@@ -12,12 +12,12 @@
 #include "cli/chat_prompt.h"
 #include "cli/sampling_setup.h"
 #include "cli/terminal.h"
-#include "cli/text_stream.h"
 #include "cli/token_ids_json.h"
 #include "core/error.h"
 #include "engine/generation_result.h"
 #include "engine/llm_engine.h"
 #include "serving/engine_builder.h"
+#include "serving/text_output.h"
 #include "tokenizer/tokenizer.h"
 
 namespace flashdraft::cli {
@@ -99,9 +99,9 @@ std::vector<int32_t> prompt_tokens(const GenerateOptions& o, const PromptInput& 
 }
 
 std::string summary_line(const engine::GenerationResult& r, const engine::SamplingParams& params,
-                         const engine::StopStringMatcher& matcher, const engine::SpecStats* spec) {
+                         const serving::TextOutput& text, const engine::SpecStats* spec) {
   std::string stop(engine::stop_reason_name(r.stop_reason));
-  if (r.stop_reason == engine::StopReason::kStopString) stop += fmt::format(" {:?}", matcher.matched());
+  if (r.stop_reason == engine::StopReason::kStopString) stop += fmt::format(" {:?}", text.stop_string());
   std::string seed = params.temperature > 0 ? fmt::format(", seed {}", *params.seed) : "";
   return fmt::format(
              "flashdraft: {} prompt tokens (prefill {:.1f} tok/s), {} generated tokens (decode {:.1f} tok/s), "
@@ -274,11 +274,15 @@ void run_generate(const GenerateOptions& o) {
   options.positions_per_seq = static_cast<int64_t>(prompt.size()) + std::max(params.max_tokens, 1);
   serving::LoadedEngine loaded = serving::build_engine(std::move(model), options);
   engine::Engine& engine = *loaded.engine;
-  TextStream stream(loaded.files.tokenizer, params.stop, write_text);
-  const engine::RequestId id = engine.add(prompt, params, [&](int32_t token) { return stream.push(token); });
+  serving::TextOutput text(loaded.files.tokenizer, params.stop);
+  const engine::RequestId id = engine.add(prompt, params, [&](int32_t token) {
+    serving::TextOutput::Delta d = text.push(token);
+    write_text(d.text);
+    return !d.stopped;
+  });
   while (engine.has_work()) engine.step();
-  stream.finish();
-  end_line_on_terminal(stream.text());
+  write_text(text.finish().text);
+  end_line_on_terminal(text.text());
 
   const engine::RequestResult r = engine.result(id);
   engine::GenerationResult result;
@@ -288,7 +292,7 @@ void run_generate(const GenerateOptions& o) {
   result.prefill_seconds = r.prefill_seconds;
   result.decode_seconds = r.decode_seconds;
   fmt::print(stderr, "{}\n",
-             summary_line(result, params, stream.matcher(), loaded.drafter ? &engine.stats() : nullptr));
+             summary_line(result, params, text, loaded.drafter ? &engine.stats() : nullptr));
 }
 
 }  // namespace flashdraft::cli
