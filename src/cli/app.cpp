@@ -6,9 +6,11 @@
 #include <cstdio>
 #include <exception>
 
+#include "cli/bench_serve_command.h"
 #include "cli/generate_command.h"
 #include "cli/token_commands.h"
 #include "core/error.h"
+#include "server/serve_command.h"
 
 namespace flashdraft::cli {
 namespace {
@@ -42,16 +44,21 @@ int run(int argc, char** argv) {
   CLI::App* generate_cmd = add_generate_command(app, generate);
   CLI::App* tokenize_cmd = add_tokenize_command(app, tokenize);
   CLI::App* detokenize_cmd = add_detokenize_command(app, detokenize);
+  BenchServeOptions bench_serve;
+  CLI::App* bench_serve_cmd = add_bench_serve_command(app, bench_serve);
+  server::ServeOptions serve;
+  CLI::App* serve_cmd = server::add_serve_command(app, serve);
 
   // CLI11 would call a misspelt subcommand "missing"; name it instead.
   auto is_subcommand = [&](const std::string& name) {
-    for (const CLI::App* sub : {generate_cmd, tokenize_cmd, detokenize_cmd}) {
+    if (bench_serve_cmd->get_parent()->check_name(name)) return true;
+    for (const CLI::App* sub : {generate_cmd, tokenize_cmd, detokenize_cmd, serve_cmd}) {
       if (sub->check_name(name)) return true;
     }
     return false;
   };
   if (argc > 1 && argv[1][0] != '-' && !is_subcommand(argv[1])) {
-    return fail(kExitUsage, fmt::format("unknown subcommand '{}'; expected generate, tokenize or detokenize "
+    return fail(kExitUsage, fmt::format("unknown subcommand '{}'; expected bench, generate, serve, tokenize or detokenize "
                                         "(see 'flashdraft --help')",
                                         argv[1]));
   }
@@ -70,6 +77,8 @@ int run(int argc, char** argv) {
     if (generate_cmd->parsed()) run_generate(generate);
     if (tokenize_cmd->parsed()) run_tokenize(tokenize);
     if (detokenize_cmd->parsed()) run_detokenize(detokenize);
+    if (bench_serve_cmd->parsed()) run_bench_serve(bench_serve);
+    if (serve_cmd->parsed()) server::run_serve(serve);
   } catch (const UsageError& e) {
     return fail(kExitUsage, e.what());
   } catch (const Error& e) {

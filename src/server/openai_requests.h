@@ -1,0 +1,70 @@
+#pragma once
+// The bodies of POST /v1/completions and /v1/chat/completions, parsed and
+// checked field by field as vLLM's OpenAI server reads them. Anything wrong
+// or unsupported is an ApiError 400 that names the field.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/sampling_params.h"
+#include "server/request_fields.h"
+
+namespace flashdraft::server {
+
+// Sampling and stopping as the request gave them (absent = the model's default).
+struct SamplingRequest {
+  std::optional<double> temperature, top_p, min_p;
+  std::optional<int> top_k;
+  std::optional<int64_t> max_tokens;
+  std::optional<uint64_t> seed;
+  std::vector<std::string> stop;
+  std::vector<int32_t> stop_token_ids;
+  bool ignore_eos = false;
+  bool skip_special_tokens = true;
+  int n = 1;
+  bool stream = false, include_usage = false;
+};
+
+// One prompt of /v1/completions: text, or token ids.
+struct PromptInput {
+  std::optional<std::string> text;
+  std::vector<int32_t> ids;
+};
+
+struct CompletionRequest {
+  std::optional<std::string> model;
+  std::vector<PromptInput> prompts;  // one choice per prompt and n
+  SamplingRequest sampling;
+};
+
+enum class ToolChoice { None, Auto };
+
+struct ChatRequest {
+  std::optional<std::string> model;
+  Json messages;  // as the chat template wants them (content parts joined, tool arguments as objects)
+  Json tools;     // null when none
+  ToolChoice tool_choice = ToolChoice::None;
+  Json template_kwargs = Json::object();  // chat_template_kwargs (enable_thinking, ...)
+  bool add_generation_prompt = true;
+  SamplingRequest sampling;
+};
+
+// Throw ApiError 400 on malformed JSON, a wrong type or value (naming the
+// field), and on fields this server cannot honour (logprobs, penalties, ...),
+// saying so. Token ids must lie in [0, vocab_size).
+CompletionRequest parse_completion_request(const std::string& body, int64_t vocab_size);
+ChatRequest parse_chat_request(const std::string& body, int64_t vocab_size);
+
+// The request body as a JSON object (ApiError 400 when it is not one).
+Json parse_body(const std::string& body);
+
+// The engine's parameters for one choice: the model's defaults overridden by
+// the request. max_tokens: the request's, else default_max_tokens, and never
+// more than the context leaves; a prompt that leaves no room, or an explicit
+// max_tokens past the context, is an ApiError 400 (as in vLLM).
+engine::SamplingParams resolve_sampling(const SamplingRequest& request, const engine::SamplingParams& defaults,
+                                        std::optional<int64_t> default_max_tokens, int64_t prompt_tokens,
+                                        int64_t max_model_len);
+
+}  // namespace flashdraft::server

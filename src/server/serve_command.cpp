@@ -1,0 +1,186 @@
+#include "server/serve_command.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <thread>
+
+#include "core/error.h"
+#include "server/http_server.h"
+#include "server/serving_model.h"
+
+namespace flashdraft::server {
+namespace {
+
+template <typename T>
+std::optional<T> if_given(const CLI::Option* option, const T& value) {
+  return option->count() > 0 ? std::optional<T>(value) : std::nullopt;
+}
+
+void check_flags(ServeOptions& o) {
+  ServerOptions& s = o.server;
+  if (!s.tool_call_parser.empty() && s.tool_call_parser != "hermes") {
+    throw UsageError(fmt::format("--tool-call-parser {}: only hermes (Qwen3's <tool_call> format) is supported",
+                                 s.tool_call_parser));
+  }
+  if (s.enable_auto_tool_choice && s.tool_call_parser.empty()) {
+    throw UsageError("--enable-auto-tool-choice needs --tool-call-parser hermes");
+  }
+  if (!s.reasoning_parser.empty() && s.reasoning_parser != "qwen3") {
+    throw UsageError(fmt::format("--reasoning-parser {}: only qwen3 (<think> blocks) is supported", s.reasoning_parser));
+  }
+  if (s.port < 0 || s.port > 65535) throw UsageError(fmt::format("--port: must be in [0, 65535], got {}", s.port));
+  if (s.max_pending_requests < 1) {
+    throw UsageError(fmt::format("--max-pending-requests: must be >= 1, got {}", s.max_pending_requests));
+  }
+  if (!(o.shutdown_timeout >= 0)) throw UsageError("--shutdown-timeout: must be >= 0 seconds");
+  // As vLLM: the flag, else the environment.
+  for (const char* var : {"VLLM_API_KEY", "FLASHDRAFT_API_KEY"}) {
+    if (!s.api_key.empty()) break;
+    if (const char* key = std::getenv(var)) s.api_key = key;
+  }
+  if (s.served_model_name.empty()) s.served_model_name = o.engine.model;
+}
+
+}  // namespace
+
+CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
+  CLI::App* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API (as `vllm serve`)");
+  cmd->footer(
+      "Endpoints: POST /v1/completions, /v1/chat/completions (streaming with \"stream\": true), GET /v1/models,\n"
+      "/health (503 while loading, then 200), /metrics (Prometheus, vLLM's names), /version, POST /tokenize,\n"
+      "/detokenize. With an API key, /v1 routes need 'Authorization: Bearer KEY'. SIGTERM or Ctrl-C stops\n"
+      "gracefully. Sampling defaults come from the model's generation_config.json.");
+  cmd->add_option("--model", o.engine.model, "Model directory (config.json, safetensors, tokenizer.json)")
+      ->required()
+      ->type_name("DIR");
+  o.speculative_config_option =
+      cmd->add_option("--speculative-config", o.speculative_config,
+                      "DFlash drafter: '{\"method\":\"dflash\",\"model\":\"DIR\",\"num_speculative_tokens\":15}'")
+          ->type_name("JSON");
+  o.draft_model_option =
+      cmd->add_option("--draft-model", o.draft_model, "The drafter directory, instead of --speculative-config")
+          ->type_name("DIR");
+  o.num_speculative_tokens_option =
+      cmd->add_option("--num-speculative-tokens", o.num_speculative_tokens,
+                      "With --draft-model: draft tokens per step (default: the drafter's block_size - 1)")
+          ->type_name("N");
+  cmd->add_option("--host", o.server.host, "Address to listen on (default: 127.0.0.1)")->type_name("ADDR");
+  cmd->add_option("--port", o.server.port, "Port to listen on; 0 picks a free one (default: 8000)")->type_name("PORT");
+  cmd->add_option("--api-key", o.server.api_key,
+                  "Require 'Authorization: Bearer KEY' on /v1 routes (default: $VLLM_API_KEY, else "
+                  "$FLASHDRAFT_API_KEY, else none)")
+      ->type_name("KEY");
+  cmd->add_option("--served-model-name", o.server.served_model_name,
+                  "The model name clients send and see (default: --model as given)")
+      ->type_name("NAME");
+  cmd->add_option("--max-model-len", o.engine.max_model_len,
+                  "Longest prompt + completion, in tokens (default: the model's context length)")
+      ->type_name("N");
+  cmd->add_option("--max-num-seqs", o.engine.max_num_seqs,
+                  fmt::format("Requests running at once; more wait (default: {})", o.engine.max_num_seqs))
+      ->type_name("N");
+  cmd->add_option("--max-num-batched-tokens", o.engine.max_num_batched_tokens,
+                  fmt::format("Tokens one engine step processes (default: {})", o.engine.max_num_batched_tokens))
+      ->type_name("N");
+  cmd->add_option("--device", o.engine.device, "cuda, cpu, or auto = cuda when a GPU is visible (default: auto)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->type_name("DEVICE");
+  cmd->add_option("--load-format", o.engine.load_format,
+                  "auto: the directory's safetensors; dummy: random weights (default: auto)")
+      ->check(CLI::IsMember({"auto", "dummy"}))
+      ->type_name("FORMAT");
+  cmd->add_option("--gpu-memory-utilization", o.engine.gpu_memory_utilization,
+                  "Share of the GPU's free memory the KV cache may take (default: 0.9)")
+      ->check(CLI::Range(0.01, 1.0))
+      ->type_name("FRACTION");
+  cmd->add_flag("--enable-auto-tool-choice", o.server.enable_auto_tool_choice,
+                "Let the model call the request's tools (tool_choice \"auto\"); needs --tool-call-parser");
+  cmd->add_option("--tool-call-parser", o.server.tool_call_parser,
+                  "How tool calls are written: hermes (Qwen3's <tool_call>{json}</tool_call>)")
+      ->type_name("NAME");
+  cmd->add_option("--reasoning-parser", o.server.reasoning_parser,
+                  "qwen3: a leading <think>...</think> block goes to reasoning_content")
+      ->type_name("NAME");
+  cmd->add_option("--max-pending-requests", o.server.max_pending_requests,
+                  fmt::format("Generation requests in flight (running or queued) beyond which the server answers "
+                              "503 (default: {})",
+                              o.server.max_pending_requests))
+      ->type_name("N");
+  cmd->add_option("--shutdown-timeout", o.shutdown_timeout,
+                  "On SIGTERM, seconds in-flight requests get to finish before they are aborted (default: 10)")
+      ->type_name("SECONDS");
+  return cmd;
+}
+
+void run_serve(ServeOptions& o) {
+  check_flags(o);
+  o.engine.speculative =
+      serving::speculative_setup(if_given(o.draft_model_option, o.draft_model),
+                                 if_given(o.num_speculative_tokens_option, o.num_speculative_tokens),
+                                 if_given(o.speculative_config_option, o.speculative_config));
+  // The small files first: a wrong --model fails before anything listens.
+  serving::ModelFiles files = serving::read_model_files(o.engine.model);
+
+  // Signals go to a waiting thread, never to a worker mid-request: block
+  // them before any thread starts (threads inherit the mask).
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // A client that hangs up mid-write must not kill the server.
+  signal(SIGPIPE, SIG_IGN);
+
+  HttpServer server(o.server);
+  const int port = server.start();
+  fmt::print(stderr, "flashdraft: listening on http://{}:{} (model loading; GET /health is 503 until ready)\n",
+             o.server.host, port);
+  std::fflush(stderr);
+
+  std::atomic<bool> loaded{false}, failed{false};
+  std::string load_error;
+  std::thread loader([&] {
+    try {
+      server.set_ready(make_serving_model(serving::build_engine(std::move(files), o.engine, stderr)));
+      fmt::print(stderr, "flashdraft: ready; serving {} on http://{}:{}\n", o.server.served_model_name,
+                 o.server.host, port);
+      std::fflush(stderr);
+      loaded = true;
+    } catch (const std::exception& e) {
+      load_error = e.what();
+      failed = true;
+    }
+  });
+
+  int signal_number = 0;
+  while (!failed) {
+    timespec tick{0, 200'000'000};
+    signal_number = sigtimedwait(&stop_signals, nullptr, &tick);
+    if (signal_number > 0) break;
+  }
+  if (failed) {
+    loader.join();
+    server.shutdown(std::chrono::milliseconds(0));
+    throw Error("loading the model failed: " + load_error);
+  }
+  fmt::print(stderr, "flashdraft: {} received; finishing requests in flight (up to {} s)\n",
+             signal_number == SIGINT ? "SIGINT" : "SIGTERM", o.shutdown_timeout);
+  std::fflush(stderr);
+  server.shutdown(std::chrono::milliseconds(static_cast<int64_t>(o.shutdown_timeout * 1000)));
+  if (!loaded && !failed) {
+    // Stopped while the weights load: nothing is in flight, and the load
+    // cannot be interrupted; leave without waiting for it.
+    fmt::print(stderr, "flashdraft: stopped\n");
+    std::fflush(stderr);
+    std::_Exit(0);
+  }
+  loader.join();
+  fmt::print(stderr, "flashdraft: stopped\n");
+}
+
+}  // namespace flashdraft::server

@@ -1,0 +1,277 @@
+// The server over the scripted generator: lifecycle, errors, and the chat
+// features a tiny model cannot show (tool calls, reasoning), streamed and not.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "scripted_generator.h"
+#include "server_fixture.h"
+
+namespace flashdraft::server::test {
+namespace {
+
+using nlohmann::json;
+
+json user(const std::string& text) { return json::array({{{"role", "user"}, {"content", text}}}); }
+
+const json kWeatherTool = {
+    {"type", "function"},
+    {"function",
+     {{"name", "get_weather"},
+      {"description", "Current weather of a city"},
+      {"parameters", {{"type", "object"}, {"properties", {{"city", {{"type", "string"}}}}}, {"required", {"city"}}}}}}};
+
+ServerOptions parsers() {
+  ServerOptions o;
+  o.enable_auto_tool_choice = true;
+  o.tool_call_parser = "hermes";
+  o.reasoning_parser = "qwen3";
+  return o;
+}
+
+TEST(ServerLifecycle, HealthIs503WhileLoadingThen200) {
+  TestServer s(nullptr);
+  EXPECT_EQ(http_get(s.port, "/health").status, 503);
+  HttpReply r = http_post(s.port, "/v1/completions", json{{"prompt", "x"}});
+  EXPECT_EQ(r.status, 503);
+  EXPECT_NE(r.json()["error"]["message"].get<std::string>().find("loading"), std::string::npos);
+  EXPECT_EQ(http_get(s.port, "/version").status, 200);  // answers while loading
+  s.server->set_ready(scripted_model());
+  EXPECT_EQ(http_get(s.port, "/health").status, 200);
+  EXPECT_EQ(http_post(s.port, "/v1/completions", json{{"prompt", "x"}}).status, 200);
+}
+
+TEST(ServerLifecycle, ShutdownFinishesInFlightThenRefuses) {
+  TestServer s(scripted_model(std::chrono::milliseconds(20)));
+  HttpReply reply;
+  std::thread client([&] { reply = http_post(s.port, "/v1/chat/completions", json{{"messages", user("hi")}}); });
+  ASSERT_TRUE(eventually([&] { return s.server->active_requests() == 1; }));
+  s.server->shutdown(std::chrono::seconds(30));  // grace enough for the request to finish on its own
+  client.join();
+  EXPECT_EQ(reply.status, 200);
+  EXPECT_EQ(reply.json()["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(http_get(s.port, "/health").status, 0);  // no longer listening
+}
+
+TEST(ServerLifecycle, ShutdownAbortsWhatOutlivesTheGrace) {
+  TestServer s(scripted_model(std::chrono::milliseconds(200)));
+  HttpReply reply;
+  std::thread client([&] {
+    reply = http_post(s.port, "/v1/chat/completions", json{{"messages", user("hi")}, {"stream", true}});
+  });
+  ASSERT_TRUE(eventually([&] { return s.server->active_requests() == 1; }));
+  const auto start = std::chrono::steady_clock::now();
+  s.server->shutdown(std::chrono::milliseconds(100));
+  client.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  ASSERT_EQ(reply.status, 200);
+  std::vector<json> events = sse_events(reply.body);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back()["choices"][0]["finish_reason"], "abort");
+}
+
+TEST(ServerErrors, ApiKey) {
+  ServerOptions o;
+  o.api_key = "sekret";
+  TestServer s(scripted_model(), o);
+  HttpReply missing = http_get(s.port, "/v1/models");
+  EXPECT_EQ(missing.status, 401);
+  EXPECT_EQ(missing.json()["error"]["type"], "authentication_error");
+  EXPECT_EQ(http_get(s.port, "/v1/models", {{"Authorization", "Bearer wrong"}}).status, 401);
+  EXPECT_EQ(http_post(s.port, "/v1/completions", json{{"prompt", "x"}}).status, 401);
+  EXPECT_EQ(http_get(s.port, "/v1/models", {{"Authorization", "Bearer sekret"}}).status, 200);
+  EXPECT_EQ(http_get(s.port, "/health").status, 200);  // open, as in vLLM
+  EXPECT_EQ(http_get(s.port, "/metrics").status, 200);
+}
+
+TEST(ServerErrors, BadRequestsNameTheField) {
+  TestServer s(scripted_model());
+  HttpReply r = http_post(s.port, "/v1/completions", std::string("{\"prompt\": "));
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.json()["error"]["type"], "invalid_request_error");
+  r = http_post(s.port, "/v1/completions", json{{"prompt", "x"}, {"temperature", -1}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.json()["error"]["param"], "temperature");
+  r = http_post(s.port, "/v1/chat/completions", json{{"messages", user("x")}, {"logprobs", true}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.json()["error"]["param"], "logprobs");
+  // Tools need the server's tool parser (vLLM's rule for the default tool_choice "auto").
+  r = http_post(s.port, "/v1/chat/completions", json{{"messages", user("x")}, {"tools", json::array({kWeatherTool})}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.json()["error"]["param"], "tool_choice");
+  r = http_post(s.port, "/v1/completions", json{{"prompt", "x"}, {"max_tokens", 5000}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.json()["error"]["param"], "max_tokens");
+}
+
+TEST(ServerErrors, UnknownRouteAndModelAre404) {
+  TestServer s(scripted_model());
+  HttpReply r = http_get(s.port, "/v1/nothing");
+  EXPECT_EQ(r.status, 404);
+  EXPECT_TRUE(r.json()["error"]["message"].is_string());
+  r = http_post(s.port, "/v1/completions", json{{"model", "gpt-4"}, {"prompt", "x"}});
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(r.json()["error"]["code"], "model_not_found");
+}
+
+TEST(ServerErrors, LargeBodyIs413) {
+  ServerOptions o;
+  o.max_request_bytes = 1000;
+  TestServer s(scripted_model(), o);
+  HttpReply r = http_post(s.port, "/v1/completions", json{{"prompt", std::string(2000, 'a')}});
+  EXPECT_EQ(r.status, 413);
+  EXPECT_TRUE(r.json()["error"]["message"].is_string());
+}
+
+TEST(ServerErrors, FullIs503) {
+  ServerOptions o;
+  o.max_pending_requests = 1;
+  TestServer s(scripted_model(std::chrono::milliseconds(100)), o);
+  std::thread first([&] { http_post(s.port, "/v1/chat/completions", json{{"messages", user("hi")}}); });
+  ASSERT_TRUE(eventually([&] { return s.server->active_requests() == 1; }));
+  HttpReply r = http_post(s.port, "/v1/chat/completions", json{{"messages", user("hi")}});
+  EXPECT_EQ(r.status, 503);
+  EXPECT_EQ(http_get(s.port, "/health").status, 200);  // still answering
+  first.join();
+  EXPECT_EQ(http_post(s.port, "/v1/chat/completions", json{{"messages", user("hi")}}).status, 200);
+}
+
+TEST(ServerErrors, GarbageNeverCrashes) {
+  TestServer s(scripted_model());
+  for (const std::string body : {"", "null", "[]", "{\"prompt\": [[]]}", "{\"prompt\": [1e999]}", "{\"n\": 1e99}",
+                                 "{\"messages\": [{\"role\": \"user\", \"content\": [{}]}]}", "\xff\xfe"}) {
+    for (const char* path : {"/v1/completions", "/v1/chat/completions", "/tokenize", "/detokenize"}) {
+      HttpReply r = http_post(s.port, path, body);
+      EXPECT_EQ(r.status, 400) << path << " " << body << " -> " << r.body;
+    }
+  }
+  EXPECT_EQ(http_get(s.port, "/health").status, 200);
+}
+
+TEST(ServerChat, ReasoningContentWholeAndStreamed) {
+  TestServer s(scripted_model(), parsers());
+  HttpReply r = http_post(s.port, "/v1/chat/completions", json{{"messages", user("hi")}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json m = r.json()["choices"][0]["message"];
+  EXPECT_EQ(m["reasoning_content"], "\nThe user greets me; I greet back.\n");
+  EXPECT_EQ(m["content"], "\n\nHello! How can I help you today?");
+
+  r = http_post(s.port, "/v1/chat/completions", json{{"messages", user("hi")}, {"stream", true}});
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.content_type, "text/event-stream");
+  std::string reasoning, content;
+  for (const json& e : sse_events(r.body)) {
+    const json& d = e["choices"][0]["delta"];
+    if (d.contains("reasoning_content")) reasoning += d["reasoning_content"].get<std::string>();
+    if (d.contains("content")) content += d["content"].get<std::string>();
+  }
+  EXPECT_EQ(reasoning, m["reasoning_content"]);
+  EXPECT_EQ(content, m["content"]);
+
+  // Thinking off (the template closes the think block): all content.
+  r = http_post(s.port, "/v1/chat/completions",
+                json{{"messages", user("hi")}, {"chat_template_kwargs", {{"enable_thinking", false}}}});
+  EXPECT_EQ(r.json()["choices"][0]["message"]["content"], "Hello! How can I help you today?");
+  EXPECT_FALSE(r.json()["choices"][0]["message"].contains("reasoning_content"));
+}
+
+TEST(ServerChat, ToolCallRoundTrip) {
+  TestServer s(scripted_model(), parsers());
+  json messages = user("What is the weather in Paris?");
+  HttpReply r = http_post(s.port, "/v1/chat/completions",
+                          json{{"messages", messages}, {"tools", json::array({kWeatherTool})}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json choice = r.json()["choices"][0];
+  EXPECT_EQ(choice["finish_reason"], "tool_calls");
+  EXPECT_TRUE(choice["message"]["content"].is_null());
+  const json call = choice["message"]["tool_calls"][0];
+  EXPECT_EQ(call["type"], "function");
+  EXPECT_EQ(call["function"]["name"], "get_weather");
+  EXPECT_EQ(json::parse(call["function"]["arguments"].get<std::string>()), json({{"city", "Paris"}}));
+
+  // Streamed: the same call, in one delta with its index.
+  r = http_post(s.port, "/v1/chat/completions",
+                json{{"messages", messages}, {"tools", json::array({kWeatherTool})}, {"stream", true}});
+  json streamed_call;
+  std::string finish;
+  for (const json& e : sse_events(r.body)) {
+    const json& c = e["choices"][0];
+    if (c["delta"].contains("tool_calls")) streamed_call = c["delta"]["tool_calls"][0];
+    if (!c["finish_reason"].is_null()) finish = c["finish_reason"];
+  }
+  EXPECT_EQ(streamed_call["index"], 0);
+  EXPECT_EQ(streamed_call["function"], call["function"]);
+  EXPECT_EQ(finish, "tool_calls");
+
+  // The answer to the tool goes back; the template renders it, the model answers.
+  messages.push_back(choice["message"]);
+  messages.push_back({{"role", "tool"}, {"tool_call_id", call["id"]}, {"content", "{\"sky\": \"sunny\", \"c\": 22}"}});
+  r = http_post(s.port, "/v1/chat/completions", json{{"messages", messages}, {"tools", json::array({kWeatherTool})}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json()["choices"][0]["message"]["content"], "It is sunny in Paris, 22 degrees.");
+  EXPECT_EQ(r.json()["choices"][0]["finish_reason"], "stop");
+}
+
+TEST(ServerChat, NChoicesStopStringAndUsage) {
+  TestServer s(scripted_model());
+  HttpReply r = http_post(s.port, "/v1/chat/completions",
+                          json{{"messages", user("hi")},
+                               {"n", 2},
+                               {"stop", "How"},
+                               {"chat_template_kwargs", {{"enable_thinking", false}}}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json body = r.json();
+  ASSERT_EQ(body["choices"].size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(body["choices"][i]["index"], i);
+    EXPECT_EQ(body["choices"][i]["message"]["content"], "Hello! ");
+    EXPECT_EQ(body["choices"][i]["finish_reason"], "stop");
+    EXPECT_EQ(body["choices"][i]["stop_reason"], "How");
+  }
+  const json usage = body["usage"];
+  EXPECT_GT(usage["prompt_tokens"].get<int>(), 0);
+  EXPECT_GT(usage["completion_tokens"].get<int>(), 0);
+  EXPECT_EQ(usage["total_tokens"].get<int>(), usage["prompt_tokens"].get<int>() + usage["completion_tokens"].get<int>());
+
+  r = http_post(s.port, "/v1/chat/completions",
+                json{{"messages", user("hi")},
+                     {"n", 2},
+                     {"stream", true},
+                     {"stream_options", {{"include_usage", true}}},
+                     {"chat_template_kwargs", {{"enable_thinking", false}}}});
+  std::vector<json> events = sse_events(r.body);
+  std::string text[2];
+  int finishes = 0;
+  for (size_t i = 0; i + 1 < events.size(); ++i) {
+    EXPECT_TRUE(events[i].contains("usage") && events[i]["usage"].is_null());
+    const json& c = events[i]["choices"][0];
+    if (c["delta"].contains("content")) text[c["index"].get<int>()] += c["delta"]["content"].get<std::string>();
+    finishes += c["finish_reason"].is_null() ? 0 : 1;
+  }
+  EXPECT_EQ(text[0], "Hello! How can I help you today?");
+  EXPECT_EQ(text[1], text[0]);
+  EXPECT_EQ(finishes, 2);
+  EXPECT_TRUE(events.back()["choices"].empty());
+  // Each choice: the answer's tokens and the EOS that ended it.
+  const size_t answer = http_post(s.port, "/tokenize", json{{"prompt", text[0]}}).json()["tokens"].size();
+  EXPECT_EQ(events.back()["usage"]["completion_tokens"].get<size_t>(), 2 * (answer + 1));
+  EXPECT_EQ(events.back()["usage"]["prompt_tokens"], usage["prompt_tokens"]);
+}
+
+TEST(ServerMisc, ModelsTokenizeDetokenizeVersion) {
+  TestServer s(scripted_model());
+  json models = http_get(s.port, "/v1/models").json();
+  EXPECT_EQ(models["object"], "list");
+  EXPECT_EQ(models["data"][0]["id"], "tiny");
+  EXPECT_EQ(models["data"][0]["max_model_len"], 2048);
+  json tok = http_post(s.port, "/tokenize", json{{"prompt", "<|im_start|>def f():"}}).json();
+  ASSERT_TRUE(tok["tokens"].is_array());
+  EXPECT_EQ(tok["tokens"][0], 8189);  // the special token, parsed as such
+  EXPECT_EQ(tok["count"], tok["tokens"].size());
+  json text = http_post(s.port, "/detokenize", json{{"tokens", tok["tokens"]}}).json();
+  EXPECT_EQ(text["prompt"], "<|im_start|>def f():");
+  EXPECT_TRUE(http_get(s.port, "/version").json()["version"].is_string());
+}
+
+}  // namespace
+}  // namespace flashdraft::server::test
