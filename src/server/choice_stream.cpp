@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "engine/stop_string_matcher.h"
 #include "server/metrics.h"
+#include "serving/text_output.h"
 
 namespace flashdraft::server {
 
@@ -11,32 +11,31 @@ namespace flashdraft::server {
 // next() on an HTTP thread: the mutex orders them.
 struct ChoiceStream::Text {
   Text(const tokenizer::Tokenizer& tok, bool skip_special, std::vector<std::string> stops)
-      : decoder(tok, skip_special), matcher(std::move(stops)), vocab_size(tok.vocab_size()) {}
+      : output(tok, std::move(stops), skip_special) {}
 
   // The token sink: false once a stop string is complete.
   bool push(int32_t token) {
     std::lock_guard lock(mu);
-    if (token < 0 || token >= vocab_size) return !matcher.stopped();
-    const engine::StopStringMatcher::Step step = matcher.push(decoder.push(token));
-    pending += step.emit;
-    return !step.stopped;
+    const serving::TextOutput::Delta d = output.push(token);
+    pending += d.text;
+    return !d.stopped;
   }
-  // End of the request: what the decoder and the matcher held back.
-  void flush() {
+  // End of the request: what was held back.
+  void finish() {
     std::lock_guard lock(mu);
-    if (matcher.stopped()) return;
-    pending += matcher.push(decoder.flush()).emit;
-    if (!matcher.stopped()) pending += matcher.flush();
+    pending += output.finish().text;
   }
   std::string take() {
     std::lock_guard lock(mu);
     return std::exchange(pending, {});
   }
+  std::string stop_string() {
+    std::lock_guard lock(mu);
+    return output.stop_string();
+  }
 
   std::mutex mu;
-  tokenizer::IncrementalDecoder decoder;
-  engine::StopStringMatcher matcher;
-  int32_t vocab_size;
+  serving::TextOutput output;
   std::string pending;
 };
 
@@ -92,7 +91,7 @@ std::optional<ChoiceProgress> ChoiceStream::next(std::chrono::milliseconds timeo
 
 void ChoiceStream::finish(const engine::StreamItem& last) {
   // The engine calls the sink no more: the held-back text is final.
-  text_->flush();
+  text_->finish();
   finished_ = true;
   const engine::RequestResult& r = *last.result;
   finish_reason_ = engine::finish_reason_name(r.reason);
@@ -100,7 +99,7 @@ void ChoiceStream::finish(const engine::StreamItem& last) {
   completion_tokens_ = static_cast<int64_t>(r.tokens.size());
   if (r.reason == engine::FinishReason::Stop) {
     if (r.stop == engine::StopReason::kStopString) {
-      stop_reason_ = text_->matcher.matched();
+      stop_reason_ = text_->stop_string();
     } else if (!r.tokens.empty() && std::find(stop_token_ids_.begin(), stop_token_ids_.end(), r.tokens.back()) !=
                                         stop_token_ids_.end()) {
       stop_reason_ = r.tokens.back();  // vLLM names the stop token; EOS stays null

@@ -1,0 +1,197 @@
+// flashdraft serve, driven by the official openai client exactly as a user
+// would: chat (streamed and not), completions, a stop string, n=2, usage, an
+// invalid request, a bad key, then tool calls and reasoning (scripted server:
+// the tiny shipped model never writes them). Both servers must exit 0 on SIGTERM.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import OpenAI from 'openai';
+
+const KEY = 'e2e-key';
+const src = process.env.FD_SOURCE_DIR;
+
+// Starts a server process and resolves with {proc, url} once it listens and /health is 200.
+async function startServer(bin, args) {
+  const proc = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  const port = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no "listening on" line from ${bin}:\n${log}`)), 60000);
+    proc.stderr.on('data', (d) => {
+      log += d;
+      const m = log.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/);
+      if (m) { clearTimeout(timer); resolve(Number(m[1])); }
+    });
+    proc.on('exit', (code) => reject(new Error(`${bin} exited ${code}:\n${log}`)));
+  });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 600; i++) {
+    const r = await fetch(`${url}/health`).catch(() => null);
+    if (r && r.status === 200) return { proc, url, log: () => log };
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`/health never 200:\n${log}`);
+}
+
+// SIGTERM and the exit code.
+function stopServer(server) {
+  return new Promise((resolve) => {
+    server.proc.on('exit', (code, signal) => resolve({ code, signal }));
+    server.proc.kill('SIGTERM');
+  });
+}
+
+let real, scripted, client, tools;
+before(async () => {
+  real = await startServer(process.env.FD_FLASHDRAFT_BIN, [
+    'serve', '--model', `${src}/models/target`, '--device', 'cpu', '--port', '0', '--api-key', KEY,
+    '--served-model-name', 'tiny', '--max-model-len', '1024',
+    '--speculative-config', JSON.stringify({ method: 'dflash', model: `${src}/models/drafter-full` }),
+  ]);
+  scripted = await startServer(process.env.FD_SCRIPTED_SERVER_BIN, ['--model', `${src}/models/target`, '--api-key', KEY]);
+  client = new OpenAI({ apiKey: KEY, baseURL: `${real.url}/v1` });
+  tools = new OpenAI({ apiKey: KEY, baseURL: `${scripted.url}/v1` });
+});
+
+after(async () => {
+  for (const s of [real, scripted]) {
+    if (!s) continue;
+    const { code, signal } = await stopServer(s);
+    assert.equal(code, 0, `exit on SIGTERM: code ${code}, signal ${signal}\n${s.log()}`);
+  }
+});
+
+const user = (content) => [{ role: 'user', content }];
+const greedy = { temperature: 0, max_tokens: 24 };
+
+function checkUsage(usage) {
+  assert.ok(usage.prompt_tokens > 0 && usage.completion_tokens > 0, JSON.stringify(usage));
+  assert.equal(usage.total_tokens, usage.prompt_tokens + usage.completion_tokens);
+}
+
+test('models lists the served name', async () => {
+  const models = await client.models.list();
+  assert.deepEqual(models.data.map((m) => m.id), ['tiny']);
+});
+
+test('chat, whole and streamed, say the same', async () => {
+  const whole = await client.chat.completions.create({ model: 'tiny', messages: user('def add(a, b):'), ...greedy });
+  assert.equal(whole.object, 'chat.completion');
+  assert.match(whole.id, /^chatcmpl-/);
+  const choice = whole.choices[0];
+  assert.equal(choice.message.role, 'assistant');
+  assert.equal(typeof choice.message.content, 'string');
+  assert.ok(['stop', 'length'].includes(choice.finish_reason));
+  checkUsage(whole.usage);
+
+  const stream = await client.chat.completions.create({
+    model: 'tiny', messages: user('def add(a, b):'), ...greedy, stream: true, stream_options: { include_usage: true },
+  });
+  let text = '', finish = null, usage = null;
+  for await (const chunk of stream) {
+    assert.equal(chunk.object, 'chat.completion.chunk');
+    if (chunk.usage) usage = chunk.usage;
+    for (const c of chunk.choices) {
+      text += c.delta.content ?? '';
+      finish = c.finish_reason ?? finish;
+    }
+  }
+  assert.equal(text, choice.message.content);
+  assert.equal(finish, choice.finish_reason);
+  assert.deepEqual(usage, whole.usage);
+});
+
+test('completions, whole and streamed, say the same', async () => {
+  const whole = await client.completions.create({ model: 'tiny', prompt: 'def fibonacci(n):\n', ...greedy });
+  assert.equal(whole.object, 'text_completion');
+  assert.equal(whole.choices[0].finish_reason, 'length');
+  assert.equal(whole.usage.completion_tokens, greedy.max_tokens);
+  checkUsage(whole.usage);
+  const stream = await client.completions.create({ model: 'tiny', prompt: 'def fibonacci(n):\n', ...greedy, stream: true });
+  let text = '';
+  for await (const chunk of stream) text += chunk.choices[0]?.text ?? '';
+  assert.equal(text, whole.choices[0].text);
+});
+
+test('a stop string ends the text before it', async () => {
+  const prompt = 'def fibonacci(n):\n';
+  const full = (await client.completions.create({ model: 'tiny', prompt, ...greedy })).choices[0].text;
+  const at = full.search(/\S\S\S/g);
+  assert.ok(at >= 0, `no stop candidate in ${JSON.stringify(full)}`);
+  const stop = full.slice(Math.max(at, 4), Math.max(at, 4) + 3);
+  const r = await client.completions.create({ model: 'tiny', prompt, ...greedy, stop: [stop] });
+  assert.equal(r.choices[0].text, full.slice(0, full.indexOf(stop)));
+  assert.equal(r.choices[0].finish_reason, 'stop');
+});
+
+test('n=2 gives two choices and counts both', async () => {
+  const r = await client.completions.create({ model: 'tiny', prompt: 'import os\n', ...greedy, n: 2 });
+  assert.deepEqual(r.choices.map((c) => c.index), [0, 1]);
+  assert.equal(r.choices[0].text, r.choices[1].text);  // greedy
+  assert.equal(r.usage.completion_tokens, 2 * greedy.max_tokens);
+});
+
+test('an invalid request is a 400 naming the field', async () => {
+  await assert.rejects(
+    client.chat.completions.create({ model: 'tiny', messages: user('hi'), temperature: -1 }),
+    (err) => {
+      assert.ok(err instanceof OpenAI.BadRequestError, String(err));
+      assert.equal(err.status, 400);
+      assert.equal(err.param, 'temperature');
+      assert.match(err.message, /temperature/);
+      return true;
+    });
+  await assert.rejects(client.completions.create({ model: 'nope', prompt: 'x' }), (err) => err.status === 404);
+});
+
+test('a bad key is a 401', async () => {
+  const bad = new OpenAI({ apiKey: 'wrong', baseURL: `${real.url}/v1`, maxRetries: 0 });
+  await assert.rejects(bad.models.list(), (err) => err instanceof OpenAI.AuthenticationError && err.status === 401);
+});
+
+const weatherTool = {
+  type: 'function',
+  function: {
+    name: 'get_weather',
+    description: 'Current weather of a city',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  },
+};
+
+test('tool call round trip', async () => {
+  const messages = user('What is the weather in Paris?');
+  const r = await tools.chat.completions.create({ model: 'scripted', messages, tools: [weatherTool] });
+  const choice = r.choices[0];
+  assert.equal(choice.finish_reason, 'tool_calls');
+  const call = choice.message.tool_calls[0];
+  assert.equal(call.type, 'function');
+  assert.equal(call.function.name, 'get_weather');
+  assert.deepEqual(JSON.parse(call.function.arguments), { city: 'Paris' });
+
+  // Streamed, the client's own accumulation gives the same call.
+  const stream = tools.chat.completions.stream({ model: 'scripted', messages, tools: [weatherTool] });
+  const streamed = await stream.finalChatCompletion();
+  assert.equal(streamed.choices[0].message.tool_calls[0].function.name, 'get_weather');
+  assert.deepEqual(JSON.parse(streamed.choices[0].message.tool_calls[0].function.arguments), { city: 'Paris' });
+
+  messages.push(choice.message);
+  messages.push({ role: 'tool', tool_call_id: call.id, content: JSON.stringify({ sky: 'sunny', celsius: 22 }) });
+  const answer = await tools.chat.completions.create({ model: 'scripted', messages, tools: [weatherTool] });
+  assert.equal(answer.choices[0].message.content, 'It is sunny in Paris, 22 degrees.');
+  assert.equal(answer.choices[0].finish_reason, 'stop');
+});
+
+test('reasoning content, whole and streamed', async () => {
+  const r = await tools.chat.completions.create({ model: 'scripted', messages: user('hi') });
+  const m = r.choices[0].message;
+  assert.equal(m.reasoning_content, '\nThe user greets me; I greet back.\n');
+  assert.equal(m.content, '\n\nHello! How can I help you today?');
+  const stream = await tools.chat.completions.create({ model: 'scripted', messages: user('hi'), stream: true });
+  let reasoning = '', content = '';
+  for await (const chunk of stream) {
+    const d = chunk.choices[0]?.delta ?? {};
+    reasoning += d.reasoning_content ?? '';
+    content += d.content ?? '';
+  }
+  assert.equal(reasoning, m.reasoning_content);
+  assert.equal(content, m.content);
+});
