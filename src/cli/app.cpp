@@ -58,8 +58,8 @@ int run(int argc, char** argv) {
     return false;
   };
   if (argc > 1 && argv[1][0] != '-' && !is_subcommand(argv[1])) {
-    return fail(kExitUsage, fmt::format("unknown subcommand '{}'; expected bench, generate, serve, tokenize or detokenize "
-                                        "(see 'flashdraft --help')",
+    return fail(kExitUsage, fmt::format("unknown subcommand '{}'; expected bench, generate, serve, tokenize or "
+                                        "detokenize (see 'flashdraft --help')",
                                         argv[1]));
   }
   try {
