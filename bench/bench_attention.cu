@@ -291,6 +291,7 @@ bool check_case(const CheckCase& c, std::mt19937_64& rng, fc::AttentionWorkspace
 
   bool ok = true;
   std::string splits_seen;
+  std::vector<uint16_t> first_out;  // forced 0's output: every other grouping must give the same bits
   for (int forced : {0, 1, 3, 16}) {
     fc::set_paged_attention_forced_splits(forced);
     CK(cudaMemcpy(dout, poison.data(), poison.size() * 2, cudaMemcpyHostToDevice));
@@ -307,6 +308,12 @@ bool check_case(const CheckCase& c, std::mt19937_64& rng, fc::AttentionWorkspace
     if (forced == 0)
       splits_seen += "(rows/cta " + std::to_string(plan.rows_per_cta) + ", " + std::to_string(plan.stages) + " stages)";
     CK(cudaMemcpy(hout.data(), dout, hout.size() * 2, cudaMemcpyDeviceToHost));
+    if (first_out.empty()) {
+      first_out = hout;
+    } else if (hout != first_out) {
+      std::printf("  %-34s forced=%d: output bits differ from the automatic grouping\n", c.name.c_str(), forced);
+      ok = false;
+    }
     CheckResult res;
     double max_ref = 0, num = 0, den = 0, max_err = 0;
     for (int r = 0; r < L.n_rows; ++r) {
@@ -328,12 +335,12 @@ bool check_case(const CheckCase& c, std::mt19937_64& rng, fc::AttentionWorkspace
     ok = ok && pass;
     *worst = std::max(*worst, res.max_norm);
     if (!pass || forced == 0)
-      std::printf("  %-34s splits=%-3d max_err/max|ref| %.2e  rel_l2 %.2e  %s%s%s\n", c.name.c_str(), plan.splits,
+      std::printf("  %-34s groups=%-3d max_err/max|ref| %.2e  rel_l2 %.2e  %s%s%s\n", c.name.c_str(), plan.splits,
                   res.max_norm, res.rel_l2, res.finite ? "" : "NON-FINITE ", res.pad_intact ? "" : "PAD-WRITTEN ",
                   pass ? "ok" : "FAIL");
   }
   fc::set_paged_attention_forced_splits(0);
-  std::printf("  %-34s (split counts run: %s)\n", "", splits_seen.c_str());
+  std::printf("  %-34s (key groups run: %s)\n", "", splits_seen.c_str());
   meta.release();
   for (void* p : {static_cast<void*>(dk), static_cast<void*>(dv), static_cast<void*>(dq), static_cast<void*>(dout)})
     cudaFree(p);
@@ -386,8 +393,8 @@ int run_checks() {
   bool all = true;
   double worst = 0;
   for (const CheckCase& c : cases) all = check_case(c, rng, ws, &worst) && all;
-  std::printf("check %s: %zu cases x 4 split settings, worst max_err/max|ref| %.2e\n", all ? "PASSED" : "FAILED",
-              cases.size(), worst);
+  std::printf("check %s: %zu cases x 4 key groupings (bit-identical to each other), worst max_err/max|ref| %.2e\n",
+              all ? "PASSED" : "FAILED", cases.size(), worst);
   return all ? 0 : 1;
 }
 
@@ -399,8 +406,9 @@ struct Point {
   fo::AttentionMask mask;
   int nh = 32, nkv = 8;
   bool shuffle = true;  // random block order (the default) or each sequence's blocks in order
-  int splits = 0;       // forced split count (0: the launcher's choice)
+  int splits = 0;       // forced key groups (0: the launcher's choice)
   int bs = 16;
+  int split_keys = 0;   // keys per split (0: the default)
 };
 
 // Keys one sequence's call must read: the union of its rows' visible ranges.
@@ -454,6 +462,7 @@ std::string point_id(const Point& pt) {
   if (!pt.shuffle) id += "_inorder";
   if (pt.splits) id += "_split" + std::to_string(pt.splits);
   if (pt.bs != 16) id += "_bs" + std::to_string(pt.bs);
+  if (pt.split_keys) id += "_sk" + std::to_string(pt.split_keys);
   return id;
 }
 
@@ -472,17 +481,23 @@ std::vector<Point> bench_points() {
   return pts;
 }
 
-// Tuning sweeps: split counts, block order, and a layout where one kv head's
-// slot rows are contiguous (1 kv head: each 16-slot block is 4 KB in one piece).
+// Tuning sweeps: forced key-group counts, split lengths, block order, and a
+// layout where one kv head's slot rows are contiguous (1 kv head: each 16-slot
+// block is 4 KB in one piece).
 std::vector<Point> explore_points() {
-  const fo::AttentionMask causal{true, 0}, bidir{false, 0};
+  const fo::AttentionMask causal{true, 0};
   std::vector<Point> pts;
   pts.push_back({"decode", 32, 8192, 1, causal, 32, 8, false, 0});
   pts.push_back({"decode", 32, 8192, 1, causal, 32, 8, true, 0, 128});
-  for (int sp : {8, 12, 32}) pts.push_back({"decode", 1, 32768, 1, causal, 32, 8, true, sp});
-  for (int sp : {8, 32}) pts.push_back({"decode", 1, 8192, 1, causal, 32, 8, true, sp});
-  for (int sp : {8, 32}) pts.push_back({"block16_bidir", 1, 8192, 16, bidir, 32, 8, true, sp});
-  for (int sp : {4, 2}) pts.push_back({"decode", 8, 32768, 1, causal, 32, 8, true, sp});
+  for (int g : {8, 32, 64}) pts.push_back({"decode", 1, 32768, 1, causal, 32, 8, true, g});
+  for (int g : {4, 8}) pts.push_back({"decode", 1, 8192, 1, causal, 32, 8, true, g});
+  pts.push_back({"decode", 1, 1024, 1, causal, 32, 8, true, 1});
+  pts.push_back({"decode", 32, 1024, 1, causal, 32, 8, true, 2});
+  for (int sk : {256, 1024}) {
+    for (int ctx : {1024, 8192, 32768}) pts.push_back({"decode", 1, ctx, 1, causal, 32, 8, true, 0, 16, sk});
+    pts.push_back({"decode", 32, 8192, 1, causal, 32, 8, true, 0, 16, sk});
+    pts.push_back({"prefill2048", 1, 0, 2048, causal, 32, 8, true, 0, 16, sk});
+  }
   return pts;
 }
 
@@ -504,7 +519,7 @@ int run_bench(const char* csv_path, int reps, const std::vector<Point>& pts, con
   }
   std::vector<BenchRow> out;
   std::printf("%-22s %5s %6s %5s %10s %8s %9s %8s %7s %s\n", "point", "batch", "ctx", "rows", "time_us", "+-us",
-              "KV_MB", "GB/s", "of_copy", "plan (rows/cta, m_tiles, splits x keys, ctas, stages)");
+              "KV_MB", "GB/s", "of_copy", "plan (rows/cta, m_tiles, key groups x keys, ctas, stages)");
   for (const Point& pt : pts) {
     if (only && point_id(pt) != only) continue;
     const int nh = pt.nh, nkv = pt.nkv, bs = pt.bs;
@@ -536,6 +551,7 @@ int run_bench(const char* csv_path, int reps, const std::vector<Point>& pts, con
       fc::paged_attention(tq, tk, tv, to, meta.batch, pt.mask, nh, nkv, hd, scale, ws, 0);
     };
     fc::set_paged_attention_forced_splits(pt.splits);
+    fc::set_paged_attention_split_keys(pt.split_keys);
     for (int i = 0; i < 5; ++i) call(i % n_sets);
     CK(cudaDeviceSynchronize());
     for (int i = 0; i < reps; ++i) {
@@ -558,6 +574,7 @@ int run_bench(const char* csv_path, int reps, const std::vector<Point>& pts, con
     r.frac = r.gbps / copy;
     r.plan = fc::last_paged_attention_plan();
     fc::set_paged_attention_forced_splits(0);
+    fc::set_paged_attention_split_keys(0);
     std::printf("%-22s %5d %6d %5d %10.1f %8.1f %9.1f %8.0f %7.2f %d, %d, %d x %d, %d, %d  %s\n", pt.name.c_str(),
                 pt.batch, pt.ctx, pt.rows, r.us, r.spread, r.mb, r.gbps, r.frac, r.plan.rows_per_cta, r.plan.m_tiles,
                 r.plan.splits, r.plan.chunk_keys, r.plan.ctas, r.plan.stages, point_id(pt).c_str());

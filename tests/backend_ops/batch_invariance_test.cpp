@@ -5,6 +5,7 @@
 // row gets when plain decoding runs it alone.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <string>
@@ -62,19 +63,28 @@ class BatchInvariance : public ::testing::TestWithParam<std::string> {
   std::shared_ptr<Backend> be_;
 };
 
+// The CUDA GEMM picks its kernel (a weight streamer, tiles of 32/64/128 rows,
+// a split over K or not) per call from the row count: every choice is met
+// here, up to a 2048-row prefill chunk (300 rows on the slower CPU reference).
 TEST_P(BatchInvariance, MatmulRowDoesNotDependOnRowCount) {
   Backend& be = *be_;
   const DType dt = be.activation_dtype();
-  for (auto [in, out] : {std::pair<int64_t, int64_t>{4096, 6144}, {384, 1152}, {12288, 4096}}) {
-    const int64_t n = 300;
+  struct Shape {
+    int64_t in, out;
+    bool f32;  // logits
+  };
+  for (const Shape s : {Shape{4096, 6144, false}, {384, 1152, false}, {12288, 4096, false}, {4096, 32768, true}}) {
+    if (s.f32 && GetParam() == "cpu") continue;  // its matmul has one output dtype
+    const int64_t in = s.in, out = s.out, n = GetParam() == "cpu" ? 300 : 2048;
+    const DType yt = s.f32 ? DType::F32 : dt;
     auto x = upload(random_vec(static_cast<size_t>(n * in), 1), n, in, dt);
     auto w = upload(random_vec(static_cast<size_t>(out * in), 2, 0.02f), out, in, be.weight_dtype());
-    auto y = be.alloc_tensor(dt, n, out);
+    auto y = be.alloc_tensor(yt, n, out);
     be.matmul(x.t, w.t, nullptr, y.t);
     const auto all = download(be, y.t);
-    for (int64_t rows : {1, 2, 16, 128}) {
+    for (int64_t rows : {1, 2, 16, 17, 48, 128, 300}) {
       for (int64_t r0 : {int64_t{0}, n - rows}) {
-        auto part = be.alloc_tensor(dt, rows, out);
+        auto part = be.alloc_tensor(yt, rows, out);
         be.matmul(x.t.row_slice(r0, rows), w.t, nullptr, part.t);
         const auto got = download(be, part.t);
         EXPECT_TRUE(same_bits(got.data(), all.data() + r0 * out, rows * out))
@@ -85,9 +95,10 @@ TEST_P(BatchInvariance, MatmulRowDoesNotDependOnRowCount) {
   }
 }
 
-// One sequence of interest (context C, then its rows) alone and among others,
-// with 1 row (decode) or 16 (verify / drafter block); its first row must come
-// out identical every time.
+// One row of interest (query q0, position C) in a sequence computed alone and
+// among others, as a decode row, row 0 of a 16-row block, or a row inside a
+// prefill chunk of another size and start (the keys before it are the same
+// pool data every time); its output must come out identical every time.
 TEST_P(BatchInvariance, AttentionRowDoesNotDependOnTheBatch) {
   // The CPU reference takes a direct path for 1-3 rows and a GEMM path for
   // more: equal to fp32 rounding, not bit for bit (its lossless tests hold at
@@ -107,48 +118,67 @@ TEST_P(BatchInvariance, AttentionRowDoesNotDependOnTheBatch) {
   const int64_t slots = int64_t{next_block} * bs;
   auto k = upload(random_vec(static_cast<size_t>(slots * kv), 3), slots, kv, dt);
   auto v = upload(random_vec(static_cast<size_t>(slots * kv), 4), slots, kv, dt);
-  const auto q_host = random_vec(static_cast<size_t>(16 * 8 * q_dim), 5);
+  // Query rows: the row of interest always takes row kAnchor of q_host.
+  const int64_t kAnchor = 1100, kQRows = 2400;
+  const auto q_host = random_vec(static_cast<size_t>(kQRows * q_dim), 5);
 
-  // rows_of_interest rows for the sequence, then (if crowd) 16 rows for each other one.
-  const auto run = [&](int64_t rows, bool crowd, const AttentionMask& mask) {
-    std::vector<int32_t> q_start = {0}, pos0, bt, positions, slot_ids;
+  // The sequence of interest gets `rows` rows from position C - at (row `at`
+  // is the row of interest), then (if crowd) each other sequence 16 rows.
+  const auto run = [&](int32_t rows, int32_t at, bool crowd, const AttentionMask& mask) {
+    std::vector<int32_t> q_start = {0}, pos0, bt, positions;
     const size_t n_seqs = crowd ? tables.size() : 1;
     const int32_t max_blocks = 600;
     for (size_t s = 0; s < n_seqs; ++s) {
-      const int32_t ctx = s == 0 ? C : others_ctx[s - 1];
-      const int32_t r = s == 0 ? static_cast<int32_t>(rows) : 16;
-      pos0.push_back(ctx);
+      const int32_t p0 = s == 0 ? C - at : others_ctx[s - 1];
+      const int32_t r = s == 0 ? rows : 16;
+      pos0.push_back(p0);
       q_start.push_back(q_start.back() + r);
       std::vector<int32_t> t = tables[s];
       t.resize(max_blocks, 0);
       bt.insert(bt.end(), t.begin(), t.end());
-      for (int32_t i = 0; i < r; ++i) positions.push_back(ctx + i);
+      for (int32_t i = 0; i < r; ++i) positions.push_back(p0 + i);
     }
     const int32_t n_rows = q_start.back();
     auto qs = be.alloc_tensor(DType::I32, n_seqs + 1, 1), ps = be.alloc_tensor(DType::I32, n_seqs, 1);
     auto bts = upload_i32(bt), pos = upload_i32(positions);
     be.upload(qs.t, q_start.data(), DType::I32);
     be.upload(ps.t, pos0.data(), DType::I32);
-    int32_t max_keys = 0;
-    for (size_t s = 0; s < n_seqs; ++s) max_keys = std::max(max_keys, pos0[s] + q_start[s + 1] - q_start[s]);
-    AttnBatch batch{static_cast<int32_t>(n_seqs), n_rows, crowd ? 16 : static_cast<int32_t>(rows), max_keys,
-                    max_blocks, static_cast<int32_t>(bs), qs.t.as<int32_t>(), ps.t.as<int32_t>(),
-                    bts.t.as<int32_t>(), pos.t.as<int32_t>(), nullptr};
-    auto q = upload(std::vector<float>(q_host.begin(), q_host.begin() + n_rows * q_dim), n_rows, q_dim, dt);
+    int32_t max_keys = 0, max_rows = 0;
+    for (size_t s = 0; s < n_seqs; ++s) {
+      max_keys = std::max(max_keys, pos0[s] + q_start[s + 1] - q_start[s]);
+      max_rows = std::max(max_rows, q_start[s + 1] - q_start[s]);
+    }
+    AttnBatch batch{static_cast<int32_t>(n_seqs), n_rows, max_rows, max_keys, max_blocks, static_cast<int32_t>(bs),
+                    qs.t.as<int32_t>(), ps.t.as<int32_t>(), bts.t.as<int32_t>(), pos.t.as<int32_t>(), nullptr};
+    const int64_t q0 = kAnchor - at;
+    EXPECT_LE(q0 + n_rows, kQRows);
+    auto q = upload(std::vector<float>(q_host.begin() + q0 * q_dim, q_host.begin() + (q0 + n_rows) * q_dim), n_rows,
+                    q_dim, dt);
     auto out = be.alloc_tensor(dt, n_rows, q_dim);
     be.paged_attention(q.t, k.t, v.t, out.t, batch, mask, nh, nkv, hd, 0.088f);
-    return download(be, out.t.row_slice(0, 1));
+    return download(be, out.t.row_slice(at, 1));
   };
-  // The query of the first row is the same in every run (q_host's first row).
-  const AttentionMask causal{true, 0}, block{false, 0}, sliding{true, 2048};
-  const auto decode = run(1, false, causal);
-  EXPECT_TRUE(same_bits(run(16, false, causal).data(), decode.data(), q_dim)) << "verify row 0 vs decode";
-  EXPECT_TRUE(same_bits(run(1, true, causal).data(), decode.data(), q_dim)) << "decode among 7 others";
-  EXPECT_TRUE(same_bits(run(16, true, causal).data(), decode.data(), q_dim)) << "verify row 0 among 7 others";
-  for (const auto& [name, mask] : {std::pair<const char*, AttentionMask>{"block", block}, {"sliding", sliding}}) {
-    const auto alone = run(16, false, mask);
-    EXPECT_TRUE(same_bits(run(16, true, mask).data(), alone.data(), q_dim)) << name << " block among 7 others";
+  // Prefill chunks around the row: (rows, index of the row of interest). Splits
+  // restart every 512 keys: chunks that start inside a split, at one (2560) and
+  // span several, and chunks whose 32-position M tiles are aligned differently.
+  const std::vector<std::pair<int32_t, int32_t>> chunks = {{256, 100}, {1100, 1000}, {500, 441}, {77, 13}};
+  for (const auto& [name, mask] : {std::pair<const char*, AttentionMask>{"causal", AttentionMask{true, 0}},
+                                   {"sliding 2048", AttentionMask{true, 2048}}}) {
+    SCOPED_TRACE(name);
+    const auto decode = run(1, 0, false, mask);
+    EXPECT_TRUE(same_bits(run(16, 0, false, mask).data(), decode.data(), q_dim)) << "verify row 0 vs decode";
+    EXPECT_TRUE(same_bits(run(1, 0, true, mask).data(), decode.data(), q_dim)) << "decode among 7 others";
+    EXPECT_TRUE(same_bits(run(16, 0, true, mask).data(), decode.data(), q_dim)) << "verify row 0 among 7 others";
+    for (const auto& [rows, at] : chunks) {
+      EXPECT_TRUE(same_bits(run(rows, at, false, mask).data(), decode.data(), q_dim))
+          << "row " << at << " of a " << rows << "-row prefill chunk vs decode";
+      EXPECT_TRUE(same_bits(run(rows, at, true, mask).data(), decode.data(), q_dim))
+          << "row " << at << " of a " << rows << "-row prefill chunk among 7 others vs decode";
+    }
   }
+  const AttentionMask block{false, 0};
+  const auto alone = run(16, 0, false, block);
+  EXPECT_TRUE(same_bits(run(16, 0, true, block).data(), alone.data(), q_dim)) << "block among 7 others";
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, BatchInvariance, ::testing::Values("cpu", "cuda"),

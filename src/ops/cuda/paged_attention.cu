@@ -1,22 +1,30 @@
 // Paged attention on sm_90: one tensor-core kernel (mma.sync m16n8k16 bf16,
-// f32 accumulate) for decode, verify/drafter blocks and prefill, optionally
-// split along the key range (flash-decoding) with a small reduce kernel after.
+// f32 accumulate) for decode, verify/drafter blocks and prefill.
 //
 // Work decomposition. GQA heads that share a kv head are packed into the M
 // dimension together with the query rows (m = row * group + head_in_group), so
 // each K/V tile is read from memory once per kv head, not once per query head.
-// One CTA = (sequence, kv head, M tile of 16*WM entries, key split). WM warps
-// own 16 M entries each; WK further warps split each K/V tile along the keys
-// and are merged through shared memory at the end:
-//   M <= 16 (decode, group <= 16)   1 x 4 warps
-//   M <= 32                         2 x 2
-//   M <= 64 (16-row blocks, g 4)    4 x 1
-//   M > 64 (prefill)                8 x 1: 128 entries a CTA halve the K/V re-reads
+// One CTA = (sequence, kv head, M tile of 16*WM entries, key group). Each warp
+// owns 16 M entries and takes every key tile whole:
+//   M <= 32 (decode)                2 warps (the second loads only when M <= 16)
+//   M <= 64 (16-row blocks, g 4)    4 warps
+//   M > 64 (prefill)                8 warps: 128 entries a CTA halve the K/V re-reads
+//
+// Batch invariance (greedy DFlash must equal plain decoding): a row's output
+// may not depend on the call's other rows, so its arithmetic is one fixed
+// chain. Keys are cut into splits at fixed positions (multiples of
+// split_keys); within a split the row runs an online softmax over 64-key tiles
+// in key order, from a fresh state; the splits' results are then merged by one
+// left fold in ascending split order (fold_weights / fold_acc below), empty
+// splits skipped. Where that fold runs is free: a CTA that owns a row's whole
+// key range folds in registers (or shared memory) as the pipeline crosses each
+// split boundary and writes the output; when the key range is cut into several
+// CTA groups for parallelism (small batches), each CTA writes its splits'
+// partial states and the reduce kernel runs the same fold. Tiles a row cannot
+// see, which other rows of its CTA can, leave its state exactly unchanged.
 //
 // K/V tiles of 64 keys stream through a 3-stage cp.async ring, two CTAs per
-// SM for the 4-warp layouts; batches too small to give every SM a CTA have
-// their key range split until they do (a reduce kernel merges the splits).
-// Each key row is
+// SM for the 2- and 4-warp layouts, across split boundaries. Each key row is
 // gathered through the block table; keys outside the union of the CTA rows'
 // visible ranges are neither looked up nor read (the smem row is zero-filled),
 // so unowned or evicted slots (NaN in tests) never reach the P.V product, and
@@ -36,8 +44,8 @@ namespace {
 
 using bf16 = __nv_bfloat16;
 
-constexpr int kBN = 64;  // keys per pipeline tile
-constexpr int64_t kSplitTiles = 8;  // tiles per key split (512 keys): fixed, see launch()
+constexpr int kBN = 64;                // keys per pipeline tile
+constexpr int kSplitKeys = 8 * kBN;    // keys per split: fixed (batch invariance), see the top
 // K/V ring depth: 3 stages fit two 4-warp CTAs per SM. (Measured on H100: a
 // 6-stage ring with one CTA per SM for small split batches was 2-7% slower.)
 constexpr int kStagesShared = 3;
@@ -48,16 +56,18 @@ struct Params {
   const bf16* k;
   const bf16* v;
   bf16* out;
-  float* part_o;    // [splits][n_rows][n_heads][HD], normalised by the split's own sum
-  float* part_lse;  // [splits][n_rows][n_heads], log2 domain of scaled scores
+  float* part_o;    // [slots][n_rows][n_heads][HD]: a split's P.V sums, unnormalised
+  float2* part_ml;  // [slots][n_rows][n_heads]: its running max (log2 domain; -inf: empty) and sum
   const int32_t* q_start;
   const int32_t* pos0;
   const int32_t* block_tables;
   int64_t q_ld, kv_ld, out_ld;
   int n_kv, group, n_heads, n_rows;
   int max_blocks, block_size, bs_shift;  // bs_shift >= 0 when block_size is a power of two
-  int m_tiles, splits, chunk;            // chunk: keys per split, a multiple of kBN
-  int causal, window;                    // window 0: none
+  int m_tiles;
+  int groups, group_splits;  // CTAs along the key range, splits each (groups 1: fold in the kernel)
+  int split_keys;            // a multiple of kBN
+  int causal, window;        // window 0: none
   float scale_log2;
 };
 
@@ -120,7 +130,35 @@ __device__ __forceinline__ int swz(int row, int chunk) {
   return row * HD + ((chunk ^ (row & 7)) << 3);
 }
 
-// WM warps along M (16 entries each) x WK warps splitting each tile's keys.
+// The split merge, shared by the attention kernel (fold mode) and the reduce
+// kernel so that both give the same bits: a left fold over a row's splits in
+// ascending key order. State (m_acc, l_acc, acc[]) starts at (-inf, 0, 0); a
+// split with running max m and sum l (m -inf: the row saw none of its keys)
+// folds in with weights a (old state) and b (split). Every rounding is pinned
+// by an intrinsic so no compiler contraction can differ between the kernels.
+__device__ __forceinline__ float fold_acc(float acc, float a, float x, float b) {
+  return __fmaf_rn(acc, a, __fmul_rn(x, b));
+}
+__device__ __forceinline__ bool fold_weights(float& m_acc, float& l_acc, float m, float l, float& a, float& b) {
+  if (m == kNegInf) return false;  // an empty split changes nothing
+  const float mn = fmaxf(m_acc, m);
+  a = fast_exp2(__fsub_rn(m_acc, mn));  // 0 for the first non-empty split
+  b = fast_exp2(__fsub_rn(m, mn));
+  m_acc = mn;
+  l_acc = fold_acc(l_acc, a, l, b);
+  return true;
+}
+__device__ __forceinline__ float fold_result(float acc, float l_acc) {
+  return l_acc > 0.f ? __fmul_rn(acc, __frcp_rn(l_acc)) : 0.f;
+}
+
+// WM warp rows along M (16 entries each) x WK warps sharing each K/V tile of
+// those rows. The WK warps of a row group split a tile's work along dimensions
+// that change no element's arithmetic: the scores by 8-key n-tiles, the output
+// by 8-column d-tiles. They exchange the row maxima (max is exact), P in bf16
+// (the very values a single warp would feed its P.V product) and partial row
+// sums; a tile's row sum is a fixed tree of 16-key quarter sums that every
+// layout computes in the same order. So a row's bits do not depend on WK.
 template <int HD, int WM, int WK, int STAGES>
 struct Cfg {
   static constexpr int kStages = STAGES;
@@ -128,33 +166,49 @@ struct Cfg {
   static constexpr int kThreads = 32 * NW;
   static constexpr int RW = kBN / NW;  // tile rows each warp loads
   static constexpr int BM = 16 * WM;   // M entries per CTA
-  static constexpr int KW = kBN / WK;  // keys per warp per tile
-  static constexpr int NT = KW / 8;    // n-tiles of S per warp
-  static constexpr int KS = KW / 16;   // k-steps of P.V per warp
-  static constexpr int DT = HD / 8;    // n-tiles of O
+  static constexpr int NT = kBN / 8;   // n-tiles of S per tile
+  static constexpr int NTW = NT / WK;  // ... per warp
+  static constexpr int KS = kBN / 16;  // k-steps of P.V
+  static constexpr int DT = HD / 8;    // d-tiles of O
+  static constexpr int DTW = DT / WK;  // ... per warp
   static constexpr int QK = HD / 16;   // k-steps of Q.K^T
   static constexpr int CH = HD / 8;    // 16-byte chunks per row
+  // The 8-warp layout keeps its fold accumulators in shared memory: next to
+  // the P.V accumulators they would not fit in registers.
+  static constexpr bool kFoldSmem = WM >= 8;
+  // Q fragments stay in registers unless that would crowd out the
+  // accumulators; then they are reloaded from shared memory for every tile.
+  static constexpr bool kQInRegs = (kFoldSmem ? DT * 4 : 2 * DTW * 4) + QK * 4 + NTW * 4 <= 160;
   static constexpr int kSmemQ = BM * HD * 2;
   static constexpr int kSmemStage = 2 * kBN * HD * 2;
-  static constexpr int kSmem = kSmemQ + kStages * kSmemStage;
-  static constexpr int kSmemReduce = (2 * NW * 16 + NW * DT * 4 * 32) * 4;
-  static_assert(kSmemReduce <= kStages * kSmemStage, "cross-warp merge must fit in the K/V ring");
+  static constexpr int kSmemFold = kFoldSmem ? BM * HD * 4 : 0;
+  static constexpr int kSmemP = WK > 1 ? BM * kBN * 2 : 0;
+  static constexpr int kSmemRed = WK > 1 ? (WK * BM + WK * WM * 32 * 2) * 4 : 0;
+  static constexpr int kSmem = kSmemQ + kStages * kSmemStage + kSmemFold + kSmemP + kSmemRed;
+  static constexpr int kCtasPerSm = (NW > 4 || STAGES > 3) ? 1 : 2;  // what the shared memory allows
+  static_assert(NT % WK == 0 && DT % (2 * WK) == 0 && (NTW % 2 == 0), "warp split must keep whole quarters");
 };
 
 template <int HD, int WM, int WK, int STAGES>
-__global__ void __launch_bounds__(32 * WM * WK, (WM * WK > 4 || STAGES > 3) ? 1 : 2)
+__global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPerSm)
     paged_attention_kernel(const Params p) {
   using C = Cfg<HD, WM, WK, STAGES>;
   constexpr int kStages = STAGES;
-  constexpr int BM = C::BM, KW = C::KW, NT = C::NT, KS = C::KS, DT = C::DT, QK = C::QK, CH = C::CH, RW = C::RW;
+  constexpr int BM = C::BM, NTW = C::NTW, KS = C::KS, DTW = C::DTW, QK = C::QK, CH = C::CH, RW = C::RW;
   constexpr int kThreads = C::kThreads;
+  constexpr int NQ = NTW / 2;  // 16-key quarters of a tile per warp
 
   extern __shared__ __align__(128) unsigned char smem[];
   bf16* sQ = reinterpret_cast<bf16*>(smem);
   bf16* sK = reinterpret_cast<bf16*>(smem + C::kSmemQ);
   bf16* sV = sK + kStages * kBN * HD;
+  unsigned char* after_ring = smem + C::kSmemQ + kStages * C::kSmemStage;
+  float* sF = reinterpret_cast<float*>(after_ring);
+  bf16* sP = reinterpret_cast<bf16*>(after_ring + C::kSmemFold);
+  float* red_m = reinterpret_cast<float*>(after_ring + C::kSmemFold + C::kSmemP);  // [WK][BM]
+  float* red_q = red_m + WK * BM;                                                  // [WK][WM][32][2]
 
-  // Let the split-KV reduce (a programmatic dependent launch) get scheduled as
+  // Let the split reduce (a programmatic dependent launch) get scheduled as
   // soon as the last CTA of this grid is resident; it waits for our writes.
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -164,11 +218,12 @@ __global__ void __launch_bounds__(32 * WM * WK, (WM * WK > 4 || STAGES > 3) ? 1 
   int idx = blockIdx.x;
   const int kvh = idx % p.n_kv;
   idx /= p.n_kv;
-  const int split = idx % p.splits;
-  idx /= p.splits;
+  const int grp = idx % p.groups;
+  idx /= p.groups;
   // Last M tiles first: under a causal mask they have the most keys, so the long CTAs start early.
   const int mt = p.m_tiles - 1 - idx % p.m_tiles;
   const int s = idx / p.m_tiles;
+  const int sk = p.split_keys;
 
   // Start-up is a chain of dependent loads (metadata -> block table -> K/V), paid
   // once per CTA before any K/V byte moves. Issue the metadata loads together,
@@ -185,7 +240,7 @@ __global__ void __launch_bounds__(32 * WM * WK, (WM * WK > 4 || STAGES > 3) ? 1 
   int first_blk[kStages];
   if (p.window == 0) {
 #pragma unroll
-    for (int st = 0; st < kStages; ++st) first_blk[st] = load_block(split * p.chunk + st * kBN + lane_key);
+    for (int st = 0; st < kStages; ++st) first_blk[st] = load_block(grp * p.group_splits * sk + st * kBN + lane_key);
   }
   const int row0 = p.q_start[s];
   const int row_end = p.q_start[s + 1];
@@ -201,18 +256,27 @@ __global__ void __launch_bounds__(32 * WM * WK, (WM * WK > 4 || STAGES > 3) ? 1 
   // Union of the visible ranges of this CTA's rows: only these keys are ever read.
   const int hi = p.causal ? p_last + 1 : kv_len;
   const int lo = p.window > 0 ? max(0, p_first - p.window + 1) : 0;
-  const int k_begin = (lo / kBN) * kBN + split * p.chunk;
-  const int k_end = min(k_begin + p.chunk, hi);
+  // Splits sit at fixed key positions; this CTA's group takes group_splits of
+  // them, counted from the split that holds lo. Partial slots count the same way.
+  const int base = lo / sk;
+  const int first_split = base + grp * p.group_splits;
+  const int slot0 = grp * p.group_splits;
+  const int k_begin = max((lo / kBN) * kBN, first_split * sk);
+  const int k_end = min(hi, (first_split + p.group_splits) * sk);
 
-  if (k_begin >= k_end) {
-    // An empty split still says so, for the reduce.
+  // Partial slots of this CTA's rows that no tile reaches say so (max -inf), for the reduce.
+  auto mark_empty = [&](int slot_from, int slot_end) {
     for (int m = m0 + tid; m <= m_last; m += kThreads) {
       const int r = m / G, h = kvh * G + m % G;
-      p.part_lse[(static_cast<int64_t>(split) * p.n_rows + row0 + r) * p.n_heads + h] = kNegInf;
+      for (int sl = slot_from; sl < slot_end; ++sl)
+        p.part_ml[(static_cast<int64_t>(sl) * p.n_rows + row0 + r) * p.n_heads + h] = make_float2(kNegInf, 0.f);
     }
+  };
+  if (p.groups > 1 && k_begin >= k_end) {
+    mark_empty(slot0, slot0 + p.group_splits);
     return;
   }
-  const int n_tiles = (k_end - k_begin + kBN - 1) / kBN;
+  const int n_tiles = max(0, (k_end - k_begin + kBN - 1) / kBN);
   // A tile needs per-element masking unless every key in it is visible to every row of the CTA.
   const int lo_all = p.window > 0 ? p_last - p.window + 1 : 0;
   const int hi_all = p.causal ? p_first : kv_len - 1;
@@ -274,20 +338,85 @@ __global__ void __launch_bounds__(32 * WM * WK, (WM * WK > 4 || STAGES > 3) ? 1 
   pf_j = k_begin + (kStages - 1) * kBN + lane_key;
   pf_blk = first_blk[kStages - 1];
 
+  // A warp whose 16 entries all lie past the sequence only loads (and meets the barriers).
+  const bool live = m0 + wm * 16 <= m_last;
   // Positions of this thread's two M rows (padding rows borrow the last real one).
-  const int ma = min(m0 + wm * 16 + (lane >> 2), m_last);
-  const int mb = min(m0 + wm * 16 + (lane >> 2) + 8, m_last);
+  const int ra = wm * 16 + (lane >> 2);  // this thread's first row within the CTA (the second: ra + 8)
+  const int ma = min(m0 + ra, m_last);
+  const int mb = min(m0 + ra + 8, m_last);
   const int pa = pos0 + ma / G, pb = pos0 + mb / G;
+  const int c0 = 2 * (lane & 3);  // this thread's first column in each 8-column n-tile
+  const int nt0 = wk * NTW;       // this warp's first n-tile of S
+  const int dt0 = wk * DTW;       // this warp's first d-tile of O
 
   uint32_t qf[QK][4];
-  float o[DT][4];
+  float o[DTW][4];
+  float m_run[2], l_run[2];
+  auto reset_split = [&] {
 #pragma unroll
-  for (int d = 0; d < DT; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.f;
-  float m_run[2] = {kNegInf, kNegInf}, l_run[2] = {0.f, 0.f};
+    for (int d = 0; d < DTW; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.f;
+    m_run[0] = m_run[1] = kNegInf;
+    l_run[0] = l_run[1] = 0.f;
+  };
+  reset_split();
+  // Fold state (fold mode): registers, or this thread's own words of sF.
+  float m_acc[2] = {kNegInf, kNegInf}, l_acc[2] = {0.f, 0.f};
+  float facc[DTW][4];
+  auto F = [&](int d, int e) -> float& {
+    if constexpr (C::kFoldSmem)
+      return sF[((warp * DTW + d) * 4 + e) * 32 + lane];
+    else
+      return facc[d][e];
+  };
+#pragma unroll
+  for (int d = 0; d < DTW; ++d)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) F(d, e) = 0.f;
 
+  // End of a split: the row's sum over the quad, then either the fold or the partial slot.
+  auto finish_split = [&](int slot) {
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      l_run[i] = __fadd_rn(l_run[i], __shfl_xor_sync(0xffffffffu, l_run[i], 1));
+      l_run[i] = __fadd_rn(l_run[i], __shfl_xor_sync(0xffffffffu, l_run[i], 2));
+    }
+    if (p.groups > 1) {
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int m = m0 + ra + 8 * i;
+        if (m > m_last) continue;
+        const int r = m / G, h = kvh * G + m % G;
+        const int64_t ri = (static_cast<int64_t>(slot) * p.n_rows + row0 + r) * p.n_heads + h;
+        float* dst = p.part_o + ri * HD + dt0 * 8 + c0;
+#pragma unroll
+        for (int d = 0; d < DTW; ++d)
+          *reinterpret_cast<float2*>(dst + d * 8) = make_float2(o[d][2 * i], o[d][2 * i + 1]);
+        if (wk == 0 && (lane & 3) == 0) p.part_ml[ri] = make_float2(m_run[i], l_run[i]);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        float a, b;
+        if (fold_weights(m_acc[i], l_acc[i], m_run[i], l_run[i], a, b)) {
+#pragma unroll
+          for (int d = 0; d < DTW; ++d) {
+            F(d, 2 * i) = fold_acc(F(d, 2 * i), a, o[d][2 * i], b);
+            F(d, 2 * i + 1) = fold_acc(F(d, 2 * i + 1), a, o[d][2 * i + 1], b);
+          }
+        }
+      }
+    }
+    reset_split();
+  };
+
+  auto load_q = [&](int ks) {
+    ldsm_x4(smem_u32(sQ + swz<HD>(wm * 16 + (lane & 15), ks * 2 + (lane >> 4))), qf[ks][0], qf[ks][1], qf[ks][2],
+            qf[ks][3]);
+  };
+  int cur_slot = slot0;
   for (int t = 0; t < n_tiles; ++t) {
     cp_async_wait<kStages - 2>();
-    __syncthreads();  // tile t landed for all; everyone is done with tile t - 1's buffer
+    __syncthreads();  // tile t landed for all; everyone is done with tile t - 1's buffers
     {
       const int tn = t + kStages - 1;
       if (tn < n_tiles) {
@@ -296,250 +425,259 @@ __global__ void __launch_bounds__(32 * WM * WK, (WM * WK > 4 || STAGES > 3) ? 1 
       }
       cp_async_commit();
     }
-    if (t == 0) {
-#pragma unroll
-      for (int ks = 0; ks < QK; ++ks)
-        ldsm_x4(smem_u32(sQ + swz<HD>(wm * 16 + (lane & 15), ks * 2 + (lane >> 4))), qf[ks][0], qf[ks][1], qf[ks][2],
-                qf[ks][3]);
-    }
+    const int kb = k_begin + t * kBN;
     const int buf = t % kStages;
     const bf16* tk = sK + buf * kBN * HD;
     const bf16* tv = sV + buf * kBN * HD;
-    const int kw0 = wk * KW;  // this warp's first key within the tile
-
-    // S = Q K^T for this warp's 16 M rows x KW keys.
-    float sc[NT][4];
+    // Every rounding of the chain below is pinned by an intrinsic: the masked
+    // and unmasked paths and the warp layouts may not contract differently.
+    float sc[NTW][4];
+    float mx[2] = {kNegInf, kNegInf}, alpha[2], m_use[2], part[2];
+    if (live) {
+      if constexpr (C::kQInRegs) {
+        if (t == 0) {
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-      sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.f;
+          for (int ks = 0; ks < QK; ++ks) load_q(ks);
+        }
+      }
+      // S = Q K^T for this warp's 16 M rows x its n-tiles, k-steps in order for every n-tile.
+#pragma unroll
+      for (int n = 0; n < NTW; ++n) sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.f;
 #pragma unroll
       for (int kk = 0; kk < QK / 2; ++kk) {
-        uint32_t b0, b1, b2, b3;
-        ldsm_x4(smem_u32(tk + swz<HD>(kw0 + nt * 8 + (lane & 7), kk * 4 + (lane >> 3))), b0, b1, b2, b3);
-        mma_bf16(sc[nt], qf[2 * kk][0], qf[2 * kk][1], qf[2 * kk][2], qf[2 * kk][3], b0, b1);
-        mma_bf16(sc[nt], qf[2 * kk + 1][0], qf[2 * kk + 1][1], qf[2 * kk + 1][2], qf[2 * kk + 1][3], b2, b3);
-      }
-    }
-
-    // Scale into the log2 domain; mask by position with a select.
-    const int kb = k_begin + t * kBN;
-    const bool need_mask = !(kb >= lo_all && kb + kBN - 1 <= hi_all);
-    float mx[2] = {kNegInf, kNegInf};
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        float x = sc[nt][e] * p.scale_log2;
-        if (need_mask) {
-          const int j = kb + kw0 + nt * 8 + 2 * (lane & 3) + (e & 1);
-          const int pq = e < 2 ? pa : pb;
-          const bool vis = j < kv_len && (!p.causal || j <= pq) && (p.window == 0 || j > pq - p.window);
-          x = vis ? x : kNegInf;
+        if constexpr (!C::kQInRegs) {
+          load_q(2 * kk);
+          load_q(2 * kk + 1);
         }
-        sc[nt][e] = x;
-        mx[e >> 1] = fmaxf(mx[e >> 1], x);
+#pragma unroll
+        for (int n = 0; n < NTW; ++n) {
+          uint32_t b0, b1, b2, b3;
+          ldsm_x4(smem_u32(tk + swz<HD>((nt0 + n) * 8 + (lane & 7), kk * 4 + (lane >> 3))), b0, b1, b2, b3);
+          mma_bf16(sc[n], qf[2 * kk][0], qf[2 * kk][1], qf[2 * kk][2], qf[2 * kk][3], b0, b1);
+          mma_bf16(sc[n], qf[2 * kk + 1][0], qf[2 * kk + 1][1], qf[2 * kk + 1][2], qf[2 * kk + 1][3], b2, b3);
+        }
+      }
+      // Mask by position with a select; the row maximum is taken on raw scores
+      // (scale > 0) and scaled into the log2 domain once.
+      const bool need_mask = !(kb >= lo_all && kb + kBN - 1 <= hi_all);
+#pragma unroll
+      for (int n = 0; n < NTW; ++n) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          float x = sc[n][e];
+          if (need_mask) {
+            const int j = kb + (nt0 + n) * 8 + c0 + (e & 1);
+            const int pq = e < 2 ? pa : pb;
+            const bool vis = j < kv_len && (!p.causal || j <= pq) && (p.window == 0 || j > pq - p.window);
+            x = vis ? x : kNegInf;
+          }
+          sc[n][e] = x;
+          mx[e >> 1] = fmaxf(mx[e >> 1], x);
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+        mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+      }
+      if constexpr (WK > 1) {
+        if ((lane & 3) == 0) {
+          red_m[wk * BM + ra] = mx[0];
+          red_m[wk * BM + ra + 8] = mx[1];
+        }
       }
     }
-    float alpha[2], m_use[2];
+    if constexpr (WK > 1) __syncthreads();  // row maxima of the whole tile
+    if (live) {
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
-      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
-      const float m_new = fmaxf(m_run[i], mx[i]);
-      // A row that has seen nothing yet keeps -inf; subtract 0 instead so no inf - inf appears.
-      m_use[i] = m_new == kNegInf ? 0.f : m_new;
-      alpha[i] = fast_exp2(m_run[i] - m_use[i]);
-      m_run[i] = m_new;
-    }
-    float rs[2] = {0.f, 0.f};
+      for (int i = 0; i < 2; ++i) {
+        if constexpr (WK > 1) {
+          mx[i] = red_m[ra + 8 * i];
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
+          for (int w = 1; w < WK; ++w) mx[i] = fmaxf(mx[i], red_m[w * BM + ra + 8 * i]);
+        }
+        const float m_new = fmaxf(m_run[i], __fmul_rn(mx[i], p.scale_log2));
+        // A row that has seen nothing yet keeps -inf; subtract 0 instead so no inf - inf appears.
+        m_use[i] = m_new == kNegInf ? 0.f : m_new;
+        alpha[i] = fast_exp2(__fsub_rn(m_run[i], m_use[i]));
+        m_run[i] = m_new;
+      }
+      // P, and this thread's sums of it per 16-key quarter, combined in a fixed tree.
+      float q[NQ][2];
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float pe = fast_exp2(sc[nt][e] - m_use[e >> 1]);
-        sc[nt][e] = pe;
-        rs[e >> 1] += pe;
+      for (int n = 0; n < NTW; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) sc[n][e] = fast_exp2(__fmaf_rn(sc[n][e], p.scale_log2, -m_use[e >> 1]));
+#pragma unroll
+      for (int j = 0; j < NQ; ++j)
+#pragma unroll
+        for (int i = 0; i < 2; ++i)
+          q[j][i] = __fadd_rn(__fadd_rn(sc[2 * j][2 * i], sc[2 * j][2 * i + 1]),
+                              __fadd_rn(sc[2 * j + 1][2 * i], sc[2 * j + 1][2 * i + 1]));
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        if constexpr (NQ == 4)
+          part[i] = __fadd_rn(__fadd_rn(q[0][i], q[1][i]), __fadd_rn(q[2][i], q[3][i]));
+        else if constexpr (NQ == 2)
+          part[i] = __fadd_rn(q[0][i], q[1][i]);
+        else
+          part[i] = q[0][i];
+      }
+      if constexpr (WK > 1) {
+        red_q[((wk * WM + wm) * 32 + lane) * 2] = part[0];
+        red_q[((wk * WM + wm) * 32 + lane) * 2 + 1] = part[1];
+#pragma unroll
+        for (int n = 0; n < NTW; ++n) {
+          *reinterpret_cast<uint32_t*>(sP + swz<kBN>(ra, nt0 + n) + c0) = pack_bf16(sc[n][0], sc[n][1]);
+          *reinterpret_cast<uint32_t*>(sP + swz<kBN>(ra + 8, nt0 + n) + c0) = pack_bf16(sc[n][2], sc[n][3]);
+        }
       }
     }
+    if constexpr (WK > 1) __syncthreads();  // P and the partial row sums of the whole tile
+    if (live) {
 #pragma unroll
-    for (int i = 0; i < 2; ++i) l_run[i] = l_run[i] * alpha[i] + rs[i];
-#pragma unroll
-    for (int d = 0; d < DT; ++d) {
-      o[d][0] *= alpha[0];
-      o[d][1] *= alpha[0];
-      o[d][2] *= alpha[1];
-      o[d][3] *= alpha[1];
-    }
-
-    // O += P V: the S accumulator layout of two n-tiles is the A layout of one k-step.
-#pragma unroll
-    for (int kk = 0; kk < KS; ++kk) {
-      const uint32_t a0 = pack_bf16(sc[2 * kk][0], sc[2 * kk][1]);
-      const uint32_t a1 = pack_bf16(sc[2 * kk][2], sc[2 * kk][3]);
-      const uint32_t a2 = pack_bf16(sc[2 * kk + 1][0], sc[2 * kk + 1][1]);
-      const uint32_t a3 = pack_bf16(sc[2 * kk + 1][2], sc[2 * kk + 1][3]);
-      const int vrow = kw0 + kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
-#pragma unroll
-      for (int dd = 0; dd < DT / 2; ++dd) {
-        uint32_t b0, b1, b2, b3;
-        ldsm_x4_t(smem_u32(tv + swz<HD>(vrow, dd * 2 + (lane >> 4))), b0, b1, b2, b3);
-        mma_bf16(o[2 * dd], a0, a1, a2, a3, b0, b1);
-        mma_bf16(o[2 * dd + 1], a0, a1, a2, a3, b2, b3);
+      for (int i = 0; i < 2; ++i) {
+        float rs = part[i];
+        if constexpr (WK == 2) {
+          rs = __fadd_rn(red_q[((0 * WM + wm) * 32 + lane) * 2 + i], red_q[((1 * WM + wm) * 32 + lane) * 2 + i]);
+        } else if constexpr (WK == 4) {
+          const float* rq = red_q + (wm * 32 + lane) * 2 + i;
+          constexpr int W = WM * 32 * 2;  // stride between the warps' entries
+          rs = __fadd_rn(__fadd_rn(rq[0], rq[W]), __fadd_rn(rq[2 * W], rq[3 * W]));
+        }
+        l_run[i] = __fmaf_rn(l_run[i], alpha[i], rs);
       }
+#pragma unroll
+      for (int d = 0; d < DTW; ++d) {
+        o[d][0] = __fmul_rn(o[d][0], alpha[0]);
+        o[d][1] = __fmul_rn(o[d][1], alpha[0]);
+        o[d][2] = __fmul_rn(o[d][2], alpha[1]);
+        o[d][3] = __fmul_rn(o[d][3], alpha[1]);
+      }
+      // O += P V over this warp's d-tiles, k-steps in key order. A single warp
+      // packs P from its S accumulators (the layout of two n-tiles is the A
+      // layout of one k-step); shared warps load the same bf16 values.
+#pragma unroll
+      for (int kk = 0; kk < KS; ++kk) {
+        uint32_t a0, a1, a2, a3;
+        if constexpr (WK == 1) {
+          a0 = pack_bf16(sc[2 * kk][0], sc[2 * kk][1]);
+          a1 = pack_bf16(sc[2 * kk][2], sc[2 * kk][3]);
+          a2 = pack_bf16(sc[2 * kk + 1][0], sc[2 * kk + 1][1]);
+          a3 = pack_bf16(sc[2 * kk + 1][2], sc[2 * kk + 1][3]);
+        } else {
+          ldsm_x4(smem_u32(sP + swz<kBN>(wm * 16 + (lane & 15), 2 * kk + (lane >> 4))), a0, a1, a2, a3);
+        }
+        const int vrow = kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+#pragma unroll
+        for (int dd = 0; dd < DTW / 2; ++dd) {
+          uint32_t b0, b1, b2, b3;
+          ldsm_x4_t(smem_u32(tv + swz<HD>(vrow, (dt0 / 2 + dd) * 2 + (lane >> 4))), b0, b1, b2, b3);
+          mma_bf16(o[2 * dd], a0, a1, a2, a3, b0, b1);
+          mma_bf16(o[2 * dd + 1], a0, a1, a2, a3, b2, b3);
+        }
+      }
+    }
+    // A split ends with the key range or before a tile of the next split.
+    if (t + 1 == n_tiles || (kb + kBN) % sk == 0) {
+      if (live) finish_split(cur_slot);
+      ++cur_slot;
     }
   }
 
+  if (p.groups > 1) {
+    mark_empty(cur_slot, slot0 + p.group_splits);  // splits of the group past the key range
+    return;
+  }
+  // ---- fold mode epilogue: the normalised bf16 output ----
+  if (!live) return;
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
-    l_run[i] += __shfl_xor_sync(0xffffffffu, l_run[i], 1);
-    l_run[i] += __shfl_xor_sync(0xffffffffu, l_run[i], 2);
-  }
-
-  if constexpr (WK > 1) {
-    // Merge the WK warps that split the keys of the same M rows (reusing the K/V ring).
-    cp_async_wait<0>();
-    __syncthreads();
-    float* red_m = reinterpret_cast<float*>(smem + C::kSmemQ);
-    float* red_l = red_m + C::NW * 16;
-    float* red_o = red_l + C::NW * 16;
-    const int ra = lane >> 2;
-    if ((lane & 3) == 0) {
-      red_m[warp * 16 + ra] = m_run[0];
-      red_m[warp * 16 + ra + 8] = m_run[1];
-      red_l[warp * 16 + ra] = l_run[0];
-      red_l[warp * 16 + ra + 8] = l_run[1];
-    }
-    __syncthreads();
-    float f[2];
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      const int r = ra + 8 * i;
-      float mall = kNegInf;
-#pragma unroll
-      for (int w = 0; w < WK; ++w) mall = fmaxf(mall, red_m[(wm + w * WM) * 16 + r]);
-      float lall = 0.f;
-#pragma unroll
-      for (int w = 0; w < WK; ++w) {
-        const float mw = red_m[(wm + w * WM) * 16 + r];
-        lall += mw == kNegInf ? 0.f : red_l[(wm + w * WM) * 16 + r] * fast_exp2(mw - mall);
-      }
-      f[i] = m_run[i] == kNegInf ? 0.f : fast_exp2(m_run[i] - mall);
-      m_run[i] = mall;
-      l_run[i] = lall;
-    }
-#pragma unroll
-    for (int d = 0; d < DT; ++d)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) red_o[((warp * DT + d) * 4 + e) * 32 + lane] = o[d][e] * f[e >> 1];
-    __syncthreads();
-    if (wk != 0) return;
-#pragma unroll
-    for (int d = 0; d < DT; ++d)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        float acc = 0.f;
-#pragma unroll
-        for (int w = 0; w < WK; ++w) acc += red_o[(((wm + w * WM) * DT + d) * 4 + e) * 32 + lane];
-        o[d][e] = acc;
-      }
-  }
-
-  // ---- epilogue: bf16 output, or this split's normalised partial + log-sum-exp ----
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const int m = m0 + wm * 16 + (lane >> 2) + 8 * i;
+    const int m = m0 + ra + 8 * i;
     if (m > m_last) continue;
     const int r = m / G, h = kvh * G + m % G;
-    const float l = l_run[i];
-    const float inv = l > 0.f ? 1.f / l : 0.f;
-    const int c0 = 2 * (lane & 3);
-    if (p.splits == 1) {
-      bf16* dst = p.out + static_cast<int64_t>(row0 + r) * p.out_ld + h * HD + c0;
+    bf16* dst = p.out + static_cast<int64_t>(row0 + r) * p.out_ld + h * HD + dt0 * 8 + c0;
 #pragma unroll
-      for (int d = 0; d < DT; ++d)
-        *reinterpret_cast<__nv_bfloat162*>(dst + d * 8) =
-            __floats2bfloat162_rn(o[d][2 * i] * inv, o[d][2 * i + 1] * inv);
-    } else {
-      const int64_t ri = (static_cast<int64_t>(split) * p.n_rows + row0 + r) * p.n_heads + h;
-      float* dst = p.part_o + ri * HD + c0;
-#pragma unroll
-      for (int d = 0; d < DT; ++d)
-        *reinterpret_cast<float2*>(dst + d * 8) = make_float2(o[d][2 * i] * inv, o[d][2 * i + 1] * inv);
-      if ((lane & 3) == 0) p.part_lse[ri] = l > 0.f ? m_run[i] + __log2f(l) : kNegInf;
-    }
+    for (int d = 0; d < DTW; ++d)
+      *reinterpret_cast<__nv_bfloat162*>(dst + d * 8) =
+          __floats2bfloat162_rn(fold_result(F(d, 2 * i), l_acc[i]), fold_result(F(d, 2 * i + 1), l_acc[i]));
   }
 }
 
-// One CTA per (row, head); its 8 warps take every 8th split so the loads of all
-// splits are in flight at once (the reduce sits on the critical path of a
-// one-wave decode). Weights are 2^(lse_i - max); empty splits (lse -inf,
-// weight 0) are selected away, never multiplied by 0: their partial rows were
-// not written.
-constexpr int kReduceWarps = 8;
+// The reduce after a key range cut into several CTA groups: one CTA of HD
+// threads per (row, head), thread e owning output element e. The split
+// weights come from one thread (a short sequential chain, as in the kernel's
+// fold); the partial sums of up to kReduceBatch splits are loaded at once.
+constexpr int kReduceBatch = 32;
 template <int HD>
-__global__ void __launch_bounds__(32 * kReduceWarps)
-    paged_attention_reduce_kernel(const float* __restrict__ part_o, const float* __restrict__ part_lse,
-                                  bf16* __restrict__ out, int64_t out_ld, int n_rows, int n_heads, int splits) {
+__global__ void __launch_bounds__(HD)
+    paged_attention_reduce_kernel(const float* __restrict__ part_o, const float2* __restrict__ part_ml,
+                                  bf16* __restrict__ out, int64_t out_ld, int n_rows, int n_heads, int slots) {
   // Launched as a programmatic dependent: it may start while the attention grid drains.
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
-  constexpr int PER = HD / 32;
-  __shared__ float s_acc[kReduceWarps][HD];
-  __shared__ float s_w[kReduceWarps];
+  extern __shared__ float2 s_w[];  // per slot: (m, l), then the weights (a, b); b < 0: an empty split
+  __shared__ float s_l;
   const int w = blockIdx.x;  // row * n_heads + head
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int row = w / n_heads, h = w % n_heads;
+  const int e = threadIdx.x;
   const int64_t stride = static_cast<int64_t>(n_rows) * n_heads;
-  float mx = kNegInf;
-  for (int i = lane; i < splits; i += 32) mx = fmaxf(mx, __ldcg(part_lse + i * stride + w));
+  const float* src = part_o + static_cast<int64_t>(w) * HD + e;
+  float v[kReduceBatch];
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-  float acc[PER] = {};
-  float wsum = 0.f;
-#pragma unroll 4
-  for (int i = warp; i < splits; i += kReduceWarps) {
-    const float l = __ldcg(part_lse + i * stride + w);
-    const float* src = part_o + (i * stride + w) * HD + lane * PER;
-    float v[PER];
-    if constexpr (PER == 4) {
-      const float4 x = __ldcg(reinterpret_cast<const float4*>(src));
-      v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
-    } else {
-      const float2 x = __ldcg(reinterpret_cast<const float2*>(src));
-      v[0] = x.x, v[1] = x.y;
-    }
-    const float wt = l == kNegInf ? 0.f : fast_exp2(l - mx);
-    wsum += wt;
-#pragma unroll
-    for (int e = 0; e < PER; ++e) acc[e] += wt > 0.f ? wt * v[e] : 0.f;
-  }
-#pragma unroll
-  for (int e = 0; e < PER; ++e) s_acc[warp][lane * PER + e] = acc[e];
-  if (lane == 0) s_w[warp] = wsum;
+  for (int j = 0; j < kReduceBatch; ++j) v[j] = j < slots ? __ldcg(src + j * stride * HD) : 0.f;
+  for (int i = e; i < slots; i += HD) s_w[i] = __ldcg(part_ml + i * stride + w);
   __syncthreads();
-  if (warp != 0) return;
-  float tot = 0.f;
-#pragma unroll
-  for (int g = 0; g < kReduceWarps; ++g) tot += s_w[g];
-  const float inv = tot > 0.f ? 1.f / tot : 0.f;
-  float r[PER];
-#pragma unroll
-  for (int e = 0; e < PER; ++e) {
-    r[e] = 0.f;
-#pragma unroll
-    for (int g = 0; g < kReduceWarps; ++g) r[e] += s_acc[g][lane * PER + e];
+  if (e == 0) {
+    float m_acc = kNegInf, l_acc = 0.f;
+    for (int i = 0; i < slots; ++i) {
+      const float2 ml = s_w[i];
+      float a, b;
+      s_w[i] = fold_weights(m_acc, l_acc, ml.x, ml.y, a, b) ? make_float2(a, b) : make_float2(0.f, -1.f);
+    }
+    s_l = l_acc;
   }
-  bf16* dst = out + static_cast<int64_t>(row) * out_ld + h * HD + lane * PER;
+  __syncthreads();
+  float acc = 0.f;
+  for (int i0 = 0; i0 < slots; i0 += kReduceBatch) {
+    if (i0 > 0) {
 #pragma unroll
-  for (int e = 0; e < PER; e += 2)
-    *reinterpret_cast<__nv_bfloat162*>(dst + e) = __floats2bfloat162_rn(r[e] * inv, r[e + 1] * inv);
+      for (int j = 0; j < kReduceBatch; ++j) v[j] = i0 + j < slots ? __ldcg(src + (i0 + j) * stride * HD) : 0.f;
+    }
+#pragma unroll
+    for (int j = 0; j < kReduceBatch; ++j) {
+      if (i0 + j < slots) {
+        const float2 ab = s_w[i0 + j];
+        if (ab.y >= 0.f) acc = fold_acc(acc, ab.x, v[j], ab.y);
+      }
+    }
+  }
+  const int row = w / n_heads, h = w % n_heads;
+  out[static_cast<int64_t>(row) * out_ld + h * HD + e] = __float2bfloat16_rn(fold_result(acc, s_l));
 }
 
 // ---- host side ----
 
-int g_forced_splits = 0;
+int g_forced_groups = 0;
+int g_split_keys = kSplitKeys;
 thread_local PagedAttentionPlan g_last_plan;
 
 constexpr int kMaxDevices = 16;
+
+struct DeviceInfo {
+  bool ready = false;
+  int sms = 0;
+};
+
+int device_sms(int dev) {
+  static DeviceInfo info[kMaxDevices];
+  if (!info[dev].ready) {
+    int sms = 0;
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms <= 0)
+      throw Error("paged_attention: cannot read the multiprocessor count");
+    info[dev].sms = sms;
+    info[dev].ready = true;
+  }
+  return info[dev].sms;
+}
 
 // Each instantiation needs its shared-memory limit raised once per device.
 template <int HD, int WM, int WK, int STAGES>
@@ -566,45 +704,36 @@ void check_tensor(const Tensor& t, const char* name, int64_t min_cols) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-template <int HD, int WM, int WK, int STAGES>
-void launch_attention(const Params& prm, int64_t ctas, cudaStream_t stream) {
-  using C = Cfg<HD, WM, WK, STAGES>;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(ctas));
-  cfg.blockDim = dim3(C::kThreads);
-  cfg.dynamicSmemBytes = C::kSmem;
-  cfg.stream = stream;
-  // (Measured on H100: launching the kv heads of one (sequence, split) as an
-  // 8-CTA cluster, to read each pool block together, was 20-60% slower.)
-  cfg.numAttrs = 0;
-  const cudaError_t e = cudaLaunchKernelEx(&cfg, paged_attention_kernel<HD, WM, WK, STAGES>, prm);
-  if (e != cudaSuccess) throw Error(std::string("paged_attention: launch: ") + cudaGetErrorString(e));
-}
-
 template <int HD, int WM, int WK>
 void launch(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorkspace& ws, cudaStream_t stream) {
-  constexpr int BM = 16 * WM;
+  using C = Cfg<HD, WM, WK, kStagesShared>;
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kMaxDevices)
     throw Error("paged_attention: no usable current CUDA device");
 
-  prm.m_tiles = static_cast<int>(ceil_div(static_cast<int64_t>(batch.max_rows) * prm.group, BM));
-  const int64_t base = static_cast<int64_t>(batch.n_seqs) * prm.n_kv * prm.m_tiles;
-  const int64_t span_tiles = std::max<int64_t>(1, ceil_div(span, kBN));
+  prm.m_tiles = static_cast<int>(ceil_div(static_cast<int64_t>(batch.max_rows) * prm.group, C::BM));
+  const int64_t units = static_cast<int64_t>(batch.n_seqs) * prm.n_kv * prm.m_tiles;
 
-  // Batch invariance: split boundaries are fixed key positions (every
-  // kSplitTiles tiles), never sized to the batch or the SM count, so a row's
-  // partial sums and their reduce are the same alone, in a 16-row block or
-  // among other requests; keys past a row only add empty splits (weight 0).
-  // (Sizing splits to fill the SMs was up to ~1.5x faster at batch 1, 32k.)
-  const int64_t chunk_tiles = g_forced_splits > 0 ? ceil_div(span_tiles, g_forced_splits) : kSplitTiles;
-  const int64_t splits = ceil_div(span_tiles, chunk_tiles);
-  prm.splits = static_cast<int>(splits);
-  prm.chunk = static_cast<int>(chunk_tiles * kBN);
+  // Splits a CTA's key range can touch: counted from the split holding its
+  // first key, which under a window need not be aligned.
+  const int64_t n_splits = ceil_div(span, prm.split_keys) + (prm.window > 0 ? 1 : 0);
+  // Batches too small to give every SM a CTA have their key range cut into
+  // groups of whole splits until every SM holds as many CTAs as fit (H200,
+  // decode batch 1, 32k: 48 us at 2 per SM, 55 at 1). The grouping changes no
+  // bits (see the top), only where the fold runs.
+  const int64_t sms = device_sms(dev);
+  int64_t groups =
+      g_forced_groups > 0 ? g_forced_groups : (units >= sms ? 1 : ceil_div(sms * C::kCtasPerSm, units));
+  groups = std::clamp<int64_t>(groups, 1, n_splits);
+  const int64_t group_splits = ceil_div(n_splits, groups);
+  groups = ceil_div(n_splits, group_splits);
+  prm.groups = static_cast<int>(groups);
+  prm.group_splits = static_cast<int>(group_splits);
 
-  if (splits > 1) {
-    const size_t n_o = static_cast<size_t>(splits) * batch.n_rows * prm.n_heads;
-    const size_t need = n_o * HD * sizeof(float) + n_o * sizeof(float) + 256;
+  const int64_t slots = groups * group_splits;
+  if (groups > 1) {
+    const size_t n_o = static_cast<size_t>(slots) * batch.n_rows * prm.n_heads;
+    const size_t need = n_o * HD * sizeof(float) + n_o * sizeof(float2) + 256;
     if (ws.bytes < need) {
       if (ws.data) cudaFree(ws.data);
       ws.data = nullptr;
@@ -615,28 +744,46 @@ void launch(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorkspac
       ws.bytes = grow;
     }
     prm.part_o = static_cast<float*>(ws.data);
-    prm.part_lse = prm.part_o + n_o * HD;
+    prm.part_ml = reinterpret_cast<float2*>(prm.part_o + n_o * HD);
   }
 
-  const int64_t ctas = base * splits;
+  const int64_t ctas = units * groups;
   if (ctas > 0x7fffffff) throw Error("paged_attention: batch too large for one grid");
-  g_last_plan = PagedAttentionPlan{BM, prm.m_tiles, prm.splits, prm.chunk, static_cast<int>(ctas), kStagesShared};
+  g_last_plan = PagedAttentionPlan{C::BM,
+                                   prm.m_tiles,
+                                   prm.groups,
+                                   static_cast<int>(group_splits * prm.split_keys),
+                                   static_cast<int>(ctas),
+                                   kStagesShared,
+                                   prm.split_keys};
   prepare_kernel<HD, WM, WK, kStagesShared>(dev);
-  launch_attention<HD, WM, WK, kStagesShared>(prm, ctas, stream);
-  if (splits > 1) {
+  {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(static_cast<unsigned>(ctas));
+    cfg.blockDim = dim3(C::kThreads);
+    cfg.dynamicSmemBytes = C::kSmem;
+    cfg.stream = stream;
+    // (Measured on H100: launching the kv heads of one (sequence, split) as an
+    // 8-CTA cluster, to read each pool block together, was 20-60% slower.)
+    cfg.numAttrs = 0;
+    const cudaError_t e = cudaLaunchKernelEx(&cfg, paged_attention_kernel<HD, WM, WK, kStagesShared>, prm);
+    if (e != cudaSuccess) throw Error(std::string("paged_attention: launch: ") + cudaGetErrorString(e));
+  }
+  if (groups > 1) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(static_cast<unsigned>(static_cast<int64_t>(batch.n_rows) * prm.n_heads));
-    cfg.blockDim = dim3(32 * kReduceWarps);
-    cfg.dynamicSmemBytes = 0;
+    cfg.blockDim = dim3(HD);
+    cfg.dynamicSmemBytes = static_cast<size_t>(slots) * sizeof(float2);
     cfg.stream = stream;
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
-    const cudaError_t e = cudaLaunchKernelEx(
-        &cfg, paged_attention_reduce_kernel<HD>, static_cast<const float*>(prm.part_o),
-        static_cast<const float*>(prm.part_lse), prm.out, prm.out_ld, batch.n_rows, prm.n_heads, prm.splits);
+    const cudaError_t e = cudaLaunchKernelEx(&cfg, paged_attention_reduce_kernel<HD>,
+                                             static_cast<const float*>(prm.part_o),
+                                             static_cast<const float2*>(prm.part_ml), prm.out, prm.out_ld,
+                                             batch.n_rows, prm.n_heads, static_cast<int>(slots));
     if (e != cudaSuccess) throw Error(std::string("paged_attention: reduce launch: ") + cudaGetErrorString(e));
   }
 }
@@ -644,17 +791,26 @@ void launch(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorkspac
 template <int HD>
 void launch_hd(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorkspace& ws, cudaStream_t stream) {
   // M = GQA heads x query rows of the longest sequence: decode packs into one
-  // 16-entry tile (4 warps split the keys), blocks into 64 (a warp per 16),
-  // prefill into 128-entry tiles (8 warps) to halve the K/V re-reads.
-  // Batch invariance: one warp always takes a tile's keys whole (WK = 1),
-  // so an entry's sums run in the same order whatever tile shape it lands in.
+  // 16-entry tile whose K/V tiles 4 warps share, blocks into 64 (a warp per
+  // 16; at small batches 8 warps, two per 16 entries, so each tile's math
+  // finishes sooner), prefill into 128-entry tiles (8 warps) to halve the K/V
+  // re-reads. The layout changes no bits (see Cfg).
   const int64_t m = static_cast<int64_t>(batch.max_rows) * prm.group;
-  if (m <= 32)
-    launch<HD, 2, 1>(prm, batch, span, ws, stream);
-  else if (m <= 64)
-    launch<HD, 4, 1>(prm, batch, span, ws, stream);
-  else
+  if (m <= 16) {
+    launch<HD, 1, 4>(prm, batch, span, ws, stream);
+  } else if (m <= 32) {
+    launch<HD, 2, 2>(prm, batch, span, ws, stream);
+  } else if (m <= 64) {
+    int dev = 0;
+    const bool small = cudaGetDevice(&dev) == cudaSuccess && dev >= 0 && dev < kMaxDevices &&
+                       static_cast<int64_t>(batch.n_seqs) * prm.n_kv < device_sms(dev);
+    if (small)
+      launch<HD, 4, 2>(prm, batch, span, ws, stream);
+    else
+      launch<HD, 4, 1>(prm, batch, span, ws, stream);
+  } else {
     launch<HD, 8, 1>(prm, batch, span, ws, stream);
+  }
 }
 
 }  // namespace
@@ -663,7 +819,11 @@ AttentionWorkspace::~AttentionWorkspace() {
   if (data) cudaFree(data);
 }
 
-void set_paged_attention_forced_splits(int splits) { g_forced_splits = std::max(0, splits); }
+void set_paged_attention_forced_splits(int groups) { g_forced_groups = std::max(0, groups); }
+
+void set_paged_attention_split_keys(int keys) {
+  g_split_keys = keys > 0 ? std::max(kBN, keys / kBN * kBN) : kSplitKeys;
+}
 
 PagedAttentionPlan last_paged_attention_plan() { return g_last_plan; }
 
@@ -681,6 +841,9 @@ void paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cac
   check_tensor(v_cache, "v_cache", n_kv_heads * head_dim);
   if (k_cache.ld != v_cache.ld) throw Error("paged_attention: k_cache and v_cache need the same row stride");
   if (batch.block_size <= 0) throw Error("paged_attention: block_size must be positive");
+  // The row maximum is taken before scaling, which needs a positive scale.
+  if (!(scale > 0.f) || !std::isfinite(scale))
+    throw Error("paged_attention: scale must be positive and finite, got " + std::to_string(scale));
   if (batch.n_seqs <= 0 || batch.n_rows <= 0 || batch.max_rows <= 0) return;
   if (q.rows < batch.n_rows || out.rows < batch.n_rows)
     throw Error("paged_attention: q/out hold fewer rows than the batch");
@@ -710,6 +873,7 @@ void paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cac
   const int64_t max_keys = std::max<int64_t>(1, batch.max_keys);
   prm.window = (mask.window <= 0 || mask.window >= max_keys) ? 0 : static_cast<int>(mask.window);
   prm.scale_log2 = scale * 1.4426950408889634f;
+  prm.split_keys = g_split_keys;
 
   // Longest key range one CTA can be given (window: its rows' window plus alignment slack).
   int64_t span = max_keys;

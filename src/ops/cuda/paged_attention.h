@@ -9,8 +9,13 @@
 // stride (q.ld, out.ld, k/v_cache.ld) a multiple of 8 elements and the data
 // pointers 16-byte aligned (the kernel moves 16-byte vectors).
 //
+// Batch invariant: a row's output bits depend only on its query, the keys it
+// sees and the mask, never on the call's other rows or sequences (decode,
+// verify block, prefill chunk of any size and start, any batch);
+// tests/backend_ops/batch_invariance_test.cpp checks it.
+//
 // The workspace grows with cudaMalloc (never shrinks) the first time a call
-// needs more split-KV scratch than it holds; warm up with the largest batch
+// needs more partials scratch than it holds; warm up with the largest batch
 // before capturing a CUDA graph.
 #include <cuda_runtime_api.h>
 
@@ -20,7 +25,7 @@
 
 namespace flashdraft::ops::cuda {
 
-// Scratch the attention keeps between calls (split-KV partial results). Grown
+// Scratch the attention keeps between calls (per-split partial results). Grown
 // by paged_attention only when a call needs more; owned by the backend.
 struct AttentionWorkspace {
   void* data = nullptr;
@@ -35,20 +40,27 @@ void paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cac
                      const AttnBatch& batch, const AttentionMask& mask, int64_t n_heads, int64_t n_kv_heads,
                      int64_t head_dim, float scale, AttentionWorkspace& workspace, cudaStream_t stream);
 
-// Test and benchmark hook: when > 0, every later call splits each sequence's
-// key range into (about) this many pieces instead of choosing by occupancy, so
-// tests can drive both the single-pass and the split-KV + reduce paths. 0
+// Test and benchmark hook: when > 0, every later call cuts each sequence's key
+// range into (at most) this many CTA groups of whole splits instead of
+// choosing by occupancy, so tests can drive both the in-kernel fold and the
+// partials + reduce path (the results are bit-identical either way). 0
 // restores the automatic choice. Not thread-safe; not for production use.
-void set_paged_attention_forced_splits(int splits);
+void set_paged_attention_forced_splits(int groups);
+
+// Benchmark hook: keys per split (rounded to a multiple of 64; 0 restores the
+// default, 512). Rows keep their bits only among calls with the same value:
+// never change it in a running engine. Not thread-safe.
+void set_paged_attention_split_keys(int keys);
 
 // What the last paged_attention call on this thread chose (for benchmark logs).
 struct PagedAttentionPlan {
   int rows_per_cta = 0;  // 16 * warps along M (GQA heads x query rows, flattened)
   int m_tiles = 0;       // CTAs along M per (sequence, kv head)
-  int splits = 0;        // CTAs along the key range per (sequence, kv head, m tile)
-  int chunk_keys = 0;    // keys per split
+  int splits = 0;        // CTA groups along the key range (1: the fold runs in the kernel, no reduce)
+  int chunk_keys = 0;    // keys per CTA group
   int ctas = 0;          // attention grid size (a reduce kernel follows when splits > 1)
   int stages = 0;        // depth of the K/V cp.async ring
+  int split_keys = 0;    // keys per split (the fixed positions a row's sums restart at)
 };
 PagedAttentionPlan last_paged_attention_plan();
 
