@@ -118,6 +118,11 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
 }
 
 void run_serve(ServeOptions& o) {
+#ifndef FLASHDRAFT_HTTP_SERVER
+  (void)o;
+  throw Error("this build has no HTTP server: cpp-httplib was not found when it was configured "
+              "(apt-get install libcpp-httplib-dev, then rebuild)");
+#else
   check_flags(o);
   o.engine.speculative =
       serving::speculative_setup(if_given(o.draft_model_option, o.draft_model),
@@ -181,6 +186,7 @@ void run_serve(ServeOptions& o) {
   }
   loader.join();
   fmt::print(stderr, "flashdraft: stopped\n");
+#endif
 }
 
 }  // namespace flashdraft::server
