@@ -84,13 +84,11 @@ void decoder_layer(ops::Backend& be, const DecoderLayerWeights& w, const LayerGe
   const auto rows = [n](const ops::OwnedTensor& t) { return t.t.row_slice(0, n); };
   const auto bias = [](const ops::OwnedTensor& t) { return t.t.empty() ? nullptr : &t.t; };
   const ops::Tensor qkv = rows(a.qkv);
-  const ops::Tensor q = qkv.col_slice(0, g.q_dim()), k = qkv.col_slice(g.q_dim(), g.kv_dim()),
-                    v = qkv.col_slice(g.q_dim() + g.kv_dim(), g.kv_dim());
+  const ops::Tensor q = qkv.col_slice(0, g.q_dim());
 
   be.matmul(rows(a.xn), w.qkv.t, bias(w.qkv_bias), qkv);
-  be.head_norm_rope(q, g.heads, g.head_dim, g.qk_norm ? &w.q_norm.t : nullptr, batch.positions, rope, g.eps);
-  be.head_norm_rope(k, g.kv_heads, g.head_dim, g.qk_norm ? &w.k_norm.t : nullptr, batch.positions, rope, g.eps);
-  be.store_kv(k, v, batch.slots, k_cache, v_cache);
+  be.rope_store_kv(qkv, g.heads, g.kv_heads, g.head_dim, g.qk_norm ? &w.q_norm.t : nullptr,
+                   g.qk_norm ? &w.k_norm.t : nullptr, batch.positions, rope, g.eps, batch.slots, k_cache, v_cache);
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(g.head_dim)));
   be.paged_attention(q, k_cache, v_cache, rows(a.attn), batch, mask, g.heads, g.kv_heads, g.head_dim, scale);
   be.matmul(rows(a.attn), w.o_proj.t, bias(w.o_bias), rows(a.proj));

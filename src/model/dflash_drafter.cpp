@@ -134,11 +134,10 @@ void DFlashDrafter::write_context(const ops::Tensor& taps, const BatchContext& r
   backend_.rmsnorm(ctx, hidden_norm_.t, ctx, geo_.eps);
   backend_.matmul(ctx, kv_fused_.t, nullptr, kvs);
   for (int64_t l = 0; l < L; ++l) {
-    const ops::Tensor k = kvs.col_slice(2 * l * kv, kv), v = kvs.col_slice((2 * l + 1) * kv, kv);
     const auto& w = layers_[static_cast<size_t>(l)];
-    backend_.head_norm_rope(k, geo_.kv_heads, geo_.head_dim, geo_.qk_norm ? &w.k_norm.t : nullptr,
-                            inputs_.attn().positions, rope_, geo_.eps);
-    backend_.store_kv(k, v, inputs_.attn().slots, pool.k(layer_offset + l), pool.v(layer_offset + l));
+    backend_.rope_store_kv(kvs.col_slice(2 * l * kv, 2 * kv), 0, geo_.kv_heads, geo_.head_dim, nullptr,
+                           geo_.qk_norm ? &w.k_norm.t : nullptr, inputs_.attn().positions, rope_, geo_.eps,
+                           inputs_.attn().slots, pool.k(layer_offset + l), pool.v(layer_offset + l));
   }
 }
 

@@ -163,16 +163,18 @@ class Backend {
   // and the next norm in one pass.) residual f32; delta and y the activation dtype.
   virtual void add_rmsnorm(const Tensor& residual, const Tensor& delta, const Tensor& w, const Tensor& y,
                            float eps) = 0;
-  // In place on x [n, heads * head_dim]: per head, RMSNorm over head_dim with
-  // norm_w [1, head_dim] (skipped when norm_w is null: Llama), then RoPE at
-  // positions[r] (i32 [n], backend memory).
-  virtual void head_norm_rope(const Tensor& x, int64_t heads, int64_t head_dim, const Tensor* norm_w,
-                              const int32_t* positions, const Rope& rope, float eps) = 0;
+  // The attention inputs of each row r of a fused projection qkv [n, (heads +
+  // 2 kv_heads) * head_dim] (columns q | k | v; heads may be 0: the drafter's
+  // context rows have no q). Per head, q and k are RMS-normed over head_dim
+  // with q_norm / k_norm [1, head_dim] (both null: no norm, Llama) and rotated
+  // by RoPE at positions[r]; q is written back in place, k and v go to pool
+  // slot slots[r] of k_cache / v_cache (qkv's k and v columns are left as
+  // they were). positions, slots: i32 [n], backend memory.
+  virtual void rope_store_kv(const Tensor& qkv, int64_t heads, int64_t kv_heads, int64_t head_dim,
+                             const Tensor* q_norm, const Tensor* k_norm, const int32_t* positions, const Rope& rope,
+                             float eps, const int32_t* slots, const Tensor& k_cache, const Tensor& v_cache) = 0;
   // out[r, i] = silu(gate_up[r, i]) * gate_up[r, I + i]; gate_up [n, 2I], out [n, I].
   virtual void silu_glu(const Tensor& gate_up, const Tensor& out) = 0;
-  // k_cache[slots[r]] = k[r], v_cache[slots[r]] = v[r]; slots: i32 [n], backend memory.
-  virtual void store_kv(const Tensor& k, const Tensor& v, const int32_t* slots, const Tensor& k_cache,
-                        const Tensor& v_cache) = 0;
   // Grouped-query attention of every sequence of the batch over one paged KV
   // layer (which already holds the rows' own K/V). q, out: [batch.n_rows,
   // n_heads * head_dim]; query head h reads kv head h / (n_heads / n_kv_heads).

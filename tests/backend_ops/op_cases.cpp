@@ -19,9 +19,8 @@ const char* op_name(Op op) {
     case Op::Matmul: return "matmul";
     case Op::RmsNorm: return "rmsnorm";
     case Op::AddRmsNorm: return "add_rmsnorm";
-    case Op::HeadNormRope: return "head_norm_rope";
+    case Op::RopeStoreKv: return "rope_store_kv";
     case Op::SiluGlu: return "silu_glu";
-    case Op::StoreKv: return "store_kv";
     case Op::GatherRows: return "gather_rows";
     case Op::Softcap: return "softcap";
     case Op::Argmax: return "argmax";
@@ -62,15 +61,15 @@ double bf16_bound(const OpCase& c) {
     case Op::AddRmsNorm: return kOneRounding;
     // One rounding of each f32 value.
     case Op::Copy: return kOneRounding;
-    // Up to two roundings (after the norm, after the rotation). The angle is
-    // the same f32 product pos * inv_freq on both sides, so positions up to
-    // 32k cost only cos/sin's last-ulp differences; a fast __sinf of a 32k
-    // angle (error ~1e-3) would not pass.
-    case Op::HeadNormRope: return kTwoRoundings;
+    // q and k: one rounding (the norm and the rotation stay in f32), bounded
+    // as two for margin; v is copied exactly. The angle is the same f32
+    // product pos * inv_freq on both sides, so positions up to 32k cost only
+    // cos/sin's last-ulp differences; a fast __sinf of a 32k angle (error
+    // ~1e-3) would not pass.
+    case Op::RopeStoreKv: return kTwoRoundings;
     // One rounding of silu(g) * u computed in f32.
     case Op::SiluGlu: return kOneRounding;
     // Copies of bf16-exact values: exact.
-    case Op::StoreKv:
     case Op::GatherRows: return 0.0;
     // f32 in and out: only tanhf's last ulps differ (~1e-14). An approximate
     // tanh (tanh.approx.f32, ~2^-11 relative) gives ~1e-7 and fails on purpose:
@@ -136,7 +135,7 @@ float round_bf16(float x) {
 
 struct CaseData {
   std::vector<float> x, w, bias, residual, delta, norm_q, norm_k, inv_freq, k_pool, v_pool;
-  std::vector<int32_t> ids, positions;
+  std::vector<int32_t> ids;
   HostAttnBatch attn;
 };
 
@@ -218,24 +217,34 @@ std::vector<OpCase> op_cases(DType dtype) {
     add(c);
   }
 
-  // ---- head_norm_rope on the q and k column slices of a fused qkv buffer.
-  struct Hnr {
-    int64_t n, heads, kv, hd;
+  // ---- rope_store_kv: q/k norm and RoPE of a fused qkv buffer, K/V into the
+  // pool: decode, verify and prefill rows; positions up to 32766 (large
+  // angles); Llama (no norm), head_dim 64, GQA 1, yarn's attention factor;
+  // and the drafter's context rows (no q heads).
+  struct Rsk {
+    int64_t heads, kv, hd;
     bool norm;
     float factor;
+    std::vector<SeqRows> seqs;
   };
-  for (Hnr h : {Hnr{1, 32, 8, 128, true, 1.0f}, Hnr{16, 32, 8, 128, true, 1.0f}, Hnr{200, 32, 8, 128, true, 1.0f},
-                Hnr{2048, 32, 8, 128, true, 1.0f}, Hnr{200, 32, 8, 128, false, 1.0f}, Hnr{16, 32, 8, 64, true, 1.0f},
-                Hnr{200, 16, 16, 64, false, 1.0f}, Hnr{16, 32, 8, 128, true, 1.1386f}}) {
-    OpCase c{.op = Op::HeadNormRope,
-             .n = h.n,
-             .norm = h.norm,
-             .scalar = h.factor,
-             .heads = h.heads,
-             .kv_heads = h.kv,
-             .head_dim = h.hd};
-    c.name = "head_norm_rope_n" + S(h.n) + "_h" + S(h.heads) + "kv" + S(h.kv) + "_hd" + S(h.hd) +
-             (h.norm ? "" : "_nonorm") + (h.factor != 1.0f ? "_yarn" : "");
+  for (const Rsk& r : {Rsk{32, 8, 128, true, 1.0f, {{32766, 1}, {0, 1}, {5000, 1}, {31, 1}}},
+                       Rsk{32, 8, 128, true, 1.0f, {{300, 16}, {0, 16}, {32751, 16}}},
+                       Rsk{32, 8, 128, true, 1.0f, {{0, 200}, {1800, 200}}},
+                       Rsk{32, 8, 128, false, 1.0f, {{0, 200}, {77, 16}}},
+                       Rsk{32, 8, 64, true, 1.0f, {{40, 1}, {0, 200}, {77, 16}}},
+                       Rsk{16, 16, 64, false, 1.0f, {{0, 200}, {1000, 200}}},
+                       Rsk{32, 8, 128, true, 1.1386f, {{100, 16}, {20000, 1}}},
+                       Rsk{0, 8, 128, true, 1.0f, {{0, 200}, {500, 16}}},
+                       Rsk{0, 8, 64, false, 1.0f, {{7, 16}}}}) {
+    OpCase c{.op = Op::RopeStoreKv,
+             .norm = r.norm,
+             .scalar = r.factor,
+             .heads = r.heads,
+             .kv_heads = r.kv,
+             .head_dim = r.hd,
+             .seqs = r.seqs};
+    c.name = "rope_store_kv_h" + S(r.heads) + "kv" + S(r.kv) + "_hd" + S(r.hd) + (r.norm ? "" : "_nonorm") +
+             (r.factor != 1.0f ? "_yarn" : "") + "_" + seqs_label(r.seqs);
     add(c);
   }
 
@@ -244,19 +253,6 @@ std::vector<OpCase> op_cases(DType dtype) {
        {std::pair<int64_t, int64_t>{1, 12288}, {16, 12288}, {200, 12288}, {2048, 12288}, {1, 3072}, {200, 3072}}) {
     OpCase c{.op = Op::SiluGlu, .n = n, .dim = inter};
     c.name = "silu_glu_n" + S(n) + "_i" + S(inter);
-    add(c);
-  }
-
-  // ---- store_kv from the k/v column slices of a fused qkv buffer.
-  struct Kv {
-    int64_t heads, kv, hd;
-    std::vector<SeqRows> seqs;
-  };
-  for (const Kv& k :
-       {Kv{32, 8, 128, {{100, 1}, {5000, 1}, {0, 1}, {31, 1}}}, Kv{32, 8, 128, {{300, 16}, {0, 16}, {17, 16}}},
-        Kv{32, 8, 64, {{0, 200}, {1000, 200}}}, Kv{16, 16, 64, {{40, 1}, {0, 200}, {77, 16}}}}) {
-    OpCase c{.op = Op::StoreKv, .heads = k.heads, .kv_heads = k.kv, .head_dim = k.hd, .seqs = k.seqs};
-    c.name = "store_kv_kv" + S(k.kv) + "_hd" + S(k.hd) + "_" + seqs_label(k.seqs);
     add(c);
   }
 
@@ -388,14 +384,11 @@ std::shared_ptr<const CaseData> make_case_data(const OpCase& c, uint64_t seed) {
       d->w = rng.uniform(n * xw, -1.0f, 1.0f);  // what the destination buffer held before
       rounded = {&d->w};
       break;
-    case Op::HeadNormRope: {
-      d->x = rng.uniform(n * qkv_w, -2.0f, 2.0f);
+    case Op::RopeStoreKv: {
+      d->attn = make_attn_batch(c.seqs, c.block_size, rng.next());
+      d->x = rng.uniform(static_cast<size_t>(d->attn.n_rows * qkv_w), -2.0f, 2.0f);
       d->norm_q = rng.uniform(static_cast<size_t>(hd), -2.0f, 2.0f);
       d->norm_k = rng.uniform(static_cast<size_t>(hd), -2.0f, 2.0f);
-      d->positions.resize(n);
-      for (auto& p : d->positions) p = static_cast<int32_t>(rng.below(32768));
-      const int32_t edge[] = {32767, 0, 1, 32766};  // the extremes, whatever the row count
-      for (size_t i = 0; i < std::min<size_t>(n, 4); ++i) d->positions[i] = edge[i];
       d->inv_freq.resize(static_cast<size_t>(hd / 2));
       cpu::rope_inv_freq(kRopeTheta, hd, d->inv_freq.data());
       rounded = {&d->x, &d->norm_q, &d->norm_k};
@@ -403,11 +396,6 @@ std::shared_ptr<const CaseData> make_case_data(const OpCase& c, uint64_t seed) {
     }
     case Op::SiluGlu:
       d->x = rng.uniform(n * 2 * c.dim, -6.0f, 6.0f);
-      rounded = {&d->x};
-      break;
-    case Op::StoreKv:
-      d->attn = make_attn_batch(c.seqs, c.block_size, rng.next());
-      d->x = rng.uniform(static_cast<size_t>(d->attn.n_rows * qkv_w), -2.0f, 2.0f);
       rounded = {&d->x};
       break;
     case Op::GatherRows:
@@ -576,38 +564,31 @@ void Bound::setup(const OpCase& c, const CaseData& d) {
       output("dst", dst_buffer);  // the whole buffer: columns outside the slice must keep their values
       break;
     }
-    case Op::HeadNormRope: {
-      const Tensor qkv = put(act, n, qkv_w, d.x);
-      const Tensor nq = c.norm ? put(wt, 1, hd, d.norm_q) : Tensor{};
+    case Op::RopeStoreKv: {
+      attn_ = upload_attn_batch(be_, d.attn);
+      const int64_t rows = d.attn.n_rows, kv_w = c.kv_heads * hd;
+      const Tensor qkv = put(act, rows, qkv_w, d.x);
+      const bool q = c.heads > 0;
+      const Tensor nq = c.norm && q ? put(wt, 1, hd, d.norm_q) : Tensor{};
       const Tensor nk = c.norm ? put(wt, 1, hd, d.norm_k) : Tensor{};
-      const int32_t* pos = put_i32(d.positions);
       const Rope rope{put(DType::F32, 1, hd / 2, d.inv_freq), c.scalar};
-      const Tensor q = qkv.col_slice(0, c.heads * hd), k = qkv.col_slice(c.heads * hd, c.kv_heads * hd);
+      const Tensor kc = poisoned(act, d.attn.num_slots(), kv_w), vc = poisoned(act, d.attn.num_slots(), kv_w);
+      const int32_t *pos = attn_.batch.positions, *slots = attn_.batch.slots;
       const int64_t heads = c.heads, kv = c.kv_heads;
       const bool norm = c.norm;
-      op_ = [this, q, k, nq, nk, pos, rope, heads, kv, hd, norm] {
-        be_.head_norm_rope(q, heads, hd, norm ? &nq : nullptr, pos, rope, kEps);
-        be_.head_norm_rope(k, kv, hd, norm ? &nk : nullptr, pos, rope, kEps);
+      op_ = [this, qkv, heads, kv, hd, nq, nk, norm, q, pos, rope, slots, kc, vc] {
+        be_.rope_store_kv(qkv, heads, kv, hd, norm && q ? &nq : nullptr, norm ? &nk : nullptr, pos, rope, kEps, slots,
+                          kc, vc);
       };
-      output("qkv", qkv);  // the v columns must come back untouched
+      output("qkv", qkv);  // q rotated in place; the k and v columns must come back untouched
+      output("k_cache", kc, true);
+      output("v_cache", vc, true);
       break;
     }
     case Op::SiluGlu: {
       const Tensor gu = put(act, n, 2 * c.dim, d.x), out = poisoned(act, n, c.dim);
       op_ = [this, gu, out] { be_.silu_glu(gu, out); };
       output("out", out);
-      break;
-    }
-    case Op::StoreKv: {
-      attn_ = upload_attn_batch(be_, d.attn);
-      const int64_t rows = d.attn.n_rows, kv_w = c.kv_heads * hd;
-      const Tensor qkv = put(act, rows, qkv_w, d.x);
-      const Tensor k = qkv.col_slice(c.heads * hd, kv_w), v = qkv.col_slice(c.heads * hd + kv_w, kv_w);
-      const Tensor kc = poisoned(act, d.attn.num_slots(), kv_w), vc = poisoned(act, d.attn.num_slots(), kv_w);
-      const int32_t* slots = attn_.batch.slots;
-      op_ = [this, k, v, slots, kc, vc] { be_.store_kv(k, v, slots, kc, vc); };
-      output("k_cache", kc, true);
-      output("v_cache", vc, true);
       break;
     }
     case Op::GatherRows: {
@@ -677,16 +658,14 @@ Traffic traffic(const OpCase& c, const Backend& backend) {
     case Op::RmsNorm: t.bytes = n * dim * ((c.f32 ? 4 : a) + a) + dim * w; break;
     case Op::AddRmsNorm: t.bytes = n * dim * (4 + 4 + a + a) + dim * w; break;  // f32 residual read and written
     case Op::Copy: t.bytes = n * dim * (4 + a); break;
-    case Op::HeadNormRope:
-      t.bytes = 2 * n * static_cast<double>(c.heads + c.kv_heads) * hd * a + (c.norm ? 2 * hd * w : 0) + 4 * n + 2 * hd;
-      break;
-    case Op::SiluGlu: t.bytes = 3 * n * dim * a; break;
-    case Op::StoreKv: {
+    case Op::RopeStoreKv: {
       double rows = 0;
       for (const SeqRows& s : c.seqs) rows += s.rows;
-      t.bytes = 4 * rows * static_cast<double>(c.kv_heads) * hd * a + 4 * rows;
+      // q read and written, k and v read and stored, positions and slots.
+      t.bytes = rows * (2 * static_cast<double>(c.heads) + 4 * static_cast<double>(c.kv_heads)) * hd * a + 8 * rows;
       break;
     }
+    case Op::SiluGlu: t.bytes = 3 * n * dim * a; break;
     case Op::GatherRows: t.bytes = 2 * n * dim * (c.f32 ? 4 : a) + 4 * n; break;
     case Op::Softcap: t.bytes = 8 * n * dim; break;
     case Op::Argmax: t.bytes = 4 * n * dim + 4 * n; break;

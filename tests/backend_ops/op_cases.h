@@ -18,9 +18,8 @@ enum class Op : uint8_t {
   Matmul,
   RmsNorm,
   AddRmsNorm,
-  HeadNormRope,
+  RopeStoreKv,
   SiluGlu,
-  StoreKv,
   GatherRows,
   Softcap,
   Argmax,
@@ -56,13 +55,13 @@ struct OpCase {
   bool f32 = false;       // matmul: f32 y (logits); gather_rows: f32 source (logits);
                           // embedding: f32 out, rmsnorm: f32 x (the residual stream)
   bool in_place = false;  // rmsnorm: y is x
-  bool norm = true;       // head_norm_rope: with a per-head norm weight (Qwen3) or without (Llama)
+  bool norm = true;       // rope_store_kv: with per-head norm weights (Qwen3) or without (Llama)
   bool ties = false;      // argmax: every row's maximum appears twice
   float scalar = 1.0f;    // embedding scale; softcap cap; rope attention_factor
   int64_t heads = 0, kv_heads = 0, head_dim = 0;
   MaskKind mask = MaskKind::None;
   int64_t window = 0;
-  std::vector<SeqRows> seqs = {};  // attention and store_kv: the batch's sequences
+  std::vector<SeqRows> seqs = {};  // attention and rope_store_kv: the batch's sequences
   int32_t block_size = 16;
 };
 

@@ -178,19 +178,33 @@ class CpuBackend final : public Backend {
     rmsnorm(residual, w, y, eps);
   }
 
-  void head_norm_rope(const Tensor& x, int64_t heads, int64_t head_dim, const Tensor* norm_w, const int32_t* positions,
-                      const Rope& rope, float eps) override {
-    require_f32(x, "head_norm_rope", "x");
-    require(x.cols == heads * head_dim && head_dim % 2 == 0 && rope.inv_freq.numel() == head_dim / 2,
-            "head_norm_rope", "x must be [n, heads * head_dim] with an even head_dim and head_dim / 2 frequencies");
-    for (int64_t r = 0; r < x.rows; ++r) {
-      float* v = row(x, r);
-      if (norm_w) cpu::rmsnorm(v, norm_w->as<float>(), v, heads, head_dim, eps);
-      const int64_t pos = positions[r];
-      cpu::rope_neox(v, &pos, rope.inv_freq.as<float>(), 1, heads, head_dim);
+  void rope_store_kv(const Tensor& qkv, int64_t heads, int64_t kv_heads, int64_t head_dim, const Tensor* q_norm,
+                     const Tensor* k_norm, const int32_t* positions, const Rope& rope, float eps, const int32_t* slots,
+                     const Tensor& k_cache, const Tensor& v_cache) override {
+    require_f32(qkv, "rope_store_kv", "qkv");
+    const int64_t q_w = heads * head_dim, kv_w = kv_heads * head_dim;
+    require(heads >= 0 && kv_heads > 0 && head_dim % 2 == 0 && qkv.cols == q_w + 2 * kv_w &&
+                rope.inv_freq.numel() == head_dim / 2 && k_cache.cols == kv_w && v_cache.cols == kv_w,
+            "rope_store_kv",
+            "qkv must be [n, (heads + 2 kv_heads) * head_dim] with an even head_dim, head_dim / 2 frequencies and "
+            "caches of kv_heads * head_dim columns");
+    // Norm, then rotation, in place on `heads` consecutive heads at v.
+    const auto rope_heads = [&](float* v, int64_t n_heads, const Tensor* norm_w, int64_t pos) {
+      if (norm_w) cpu::rmsnorm(v, norm_w->as<float>(), v, n_heads, head_dim, eps);
+      cpu::rope_neox(v, &pos, rope.inv_freq.as<float>(), 1, n_heads, head_dim);
       // yarn scales cos and sin, i.e. the whole rotated vector.
       if (rope.attention_factor != 1.0f)
-        for (int64_t i = 0; i < heads * head_dim; ++i) v[i] *= rope.attention_factor;
+        for (int64_t i = 0; i < n_heads * head_dim; ++i) v[i] *= rope.attention_factor;
+    };
+    for (int64_t r = 0; r < qkv.rows; ++r) {
+      float* v = row(qkv, r);
+      if (heads > 0) rope_heads(v, heads, q_norm, positions[r]);
+      const int64_t slot = slots[r];
+      require(slot >= 0 && slot < k_cache.rows, "rope_store_kv", "slot " + std::to_string(slot) + " outside the pool");
+      float* k = row(k_cache, slot);
+      std::copy_n(v + q_w, kv_w, k);
+      rope_heads(k, kv_heads, k_norm, positions[r]);
+      std::copy_n(v + q_w + kv_w, kv_w, row(v_cache, slot));
     }
   }
 
@@ -200,17 +214,6 @@ class CpuBackend final : public Backend {
     const int64_t I = out.cols;
     require(gate_up.cols == 2 * I && gate_up.rows == out.rows, "silu_glu", "gate_up must be [n, 2 * out.cols]");
     for (int64_t r = 0; r < out.rows; ++r) cpu::silu_glu(row(gate_up, r), row(gate_up, r) + I, row(out, r), I);
-  }
-
-  void store_kv(const Tensor& k, const Tensor& v, const int32_t* slots, const Tensor& k_cache,
-                const Tensor& v_cache) override {
-    require(k.cols == k_cache.cols && v.cols == v_cache.cols && k.rows == v.rows, "store_kv", "shape mismatch");
-    for (int64_t r = 0; r < k.rows; ++r) {
-      const int64_t slot = slots[r];
-      require(slot >= 0 && slot < k_cache.rows, "store_kv", "slot " + std::to_string(slot) + " outside the pool");
-      std::copy_n(row(k, r), k.cols, row(k_cache, slot));
-      std::copy_n(row(v, r), v.cols, row(v_cache, slot));
-    }
   }
 
   void paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& out,

@@ -257,15 +257,13 @@ class CudaBackend final : public Backend {
   void add_rmsnorm(const Tensor& residual, const Tensor& delta, const Tensor& w, const Tensor& y, float eps) override {
     cuda::add_rmsnorm(residual, delta, w, y, eps, stream_);
   }
-  void head_norm_rope(const Tensor& x, int64_t heads, int64_t head_dim, const Tensor* norm_w, const int32_t* positions,
-                      const Rope& rope, float eps) override {
-    cuda::head_norm_rope(x, heads, head_dim, norm_w, positions, rope, eps, stream_);
+  void rope_store_kv(const Tensor& qkv, int64_t heads, int64_t kv_heads, int64_t head_dim, const Tensor* q_norm,
+                     const Tensor* k_norm, const int32_t* positions, const Rope& rope, float eps, const int32_t* slots,
+                     const Tensor& k_cache, const Tensor& v_cache) override {
+    cuda::rope_store_kv(qkv, heads, kv_heads, head_dim, q_norm, k_norm, positions, rope, eps, slots, k_cache, v_cache,
+                        stream_);
   }
   void silu_glu(const Tensor& gate_up, const Tensor& out) override { cuda::silu_glu(gate_up, out, stream_); }
-  void store_kv(const Tensor& k, const Tensor& v, const int32_t* slots, const Tensor& k_cache,
-                const Tensor& v_cache) override {
-    cuda::store_kv(k, v, slots, k_cache, v_cache, stream_);
-  }
   void paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& out,
                        const AttnBatch& batch, const AttentionMask& mask, int64_t n_heads, int64_t n_kv_heads,
                        int64_t head_dim, float scale) override {
