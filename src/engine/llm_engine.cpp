@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "core/error.h"
-#include "engine/acceptance.h"
 
 namespace flashdraft::engine {
 namespace {
@@ -186,29 +185,31 @@ std::vector<StepOutput> Engine::step() {
   const size_t n = plan.entries.size();
   std::vector<int64_t> keep(n, 0);
   std::vector<Request*> stopped_requests;
-  const int64_t vocab = runner_->vocab();
   for (size_t i = 0; i < n; ++i) {
     const ScheduledRequest& e = plan.entries[i];
     Request& r = *e.request;
-    std::vector<int32_t> candidates;
-    if (e.kind == ScheduledRequest::Kind::Prefill) {
-      if (!e.last_chunk) {
-        r.on_prefill(e.rows, std::nullopt);
-        keep[i] = e.rows;
-        continue;
-      }
-      candidates.push_back(r.sampler.sample(runner_->logits(i)));
-    } else {
-      const auto drafts = runner_->drafts(i);
-      const Acceptance a = accept(runner_->logits(i), vocab, drafts, r.sampler);
-      if (!drafts.empty()) {
-        stats_.record(static_cast<int64_t>(drafts.size()), a.accepted);
-        r.spec.record(static_cast<int64_t>(drafts.size()), a.accepted);
-        r.accepted.push_back(a.accepted);
-      }
-      candidates.assign(drafts.begin(), drafts.begin() + a.accepted);
-      candidates.push_back(a.bonus);
+    if (e.kind == ScheduledRequest::Kind::Prefill && !e.last_chunk) {
+      r.on_prefill(e.rows, std::nullopt);
+      keep[i] = e.rows;
+      continue;
     }
+    const ModelRunner::Verdict v = runner_->verdict(i);
+    if (v.token < 0) {
+      throw Error(fmt::format("request {}: the target's logits at position {} cannot be sampled (a NaN or +inf "
+                              "logit, or every logit -inf)",
+                              r.id, e.pos0 + v.accepted + (e.kind == ScheduledRequest::Kind::Decode ? 1 : e.rows)));
+    }
+    std::vector<int32_t> candidates;
+    if (e.kind == ScheduledRequest::Kind::Decode) {
+      const auto drafts = runner_->drafts(i);
+      if (!drafts.empty()) {
+        stats_.record(static_cast<int64_t>(drafts.size()), v.accepted);
+        r.spec.record(static_cast<int64_t>(drafts.size()), v.accepted);
+        r.accepted.push_back(v.accepted);
+      }
+      candidates.assign(drafts.begin(), drafts.begin() + v.accepted);
+    }
+    candidates.push_back(v.token);
     bool stopped = false;
     const size_t kept = keep_until_stop(r, candidates, &stopped);
     std::span<const int32_t> emitted(candidates.data(), kept);

@@ -4,8 +4,9 @@
 // decode step is one row and "acceptance" samples that row.
 //
 // One step = scheduler plan -> ModelRunner (one batched drafter pass, one
-// batched target forward) -> per request: sample the first token of a
-// completed prefill, or verify the drafts (greedy or lossless sampling) ->
+// batched target forward, then on the backend: the first token of a
+// completed prefill sampled, or the drafts verified, greedy or by lossless
+// sampling, each request with its own seed) ->
 // stops applied token by token (EOS, stop tokens, the caller's sink for stop
 // strings, max_tokens, the context length), so a stop inside an accepted run
 // truncates exactly there -> drafter context written for the committed rows

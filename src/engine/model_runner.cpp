@@ -4,7 +4,6 @@
 #include <cstring>
 
 #include "core/error.h"
-#include "engine/sampler.h"
 #include "model/activation_buffers.h"
 
 namespace flashdraft::engine {
@@ -92,13 +91,62 @@ void ModelRunner::run(const StepPlan& plan, const BlockManager& blocks) {
     logit_row += logit_count_[i];
   }
   if (tokens_.empty()) return;
-  target_.forward_batch(tokens_, ctx, *pool_, logits_);
+  target_.run_batch(tokens_, ctx, *pool_);
+  sample(plan);
 }
 
-std::span<const float> ModelRunner::logits(size_t entry) const {
-  const auto v = static_cast<size_t>(vocab_);
-  return std::span<const float>(logits_).subspan(static_cast<size_t>(logit_begin_[entry]) * v,
-                                                 static_cast<size_t>(logit_count_[entry]) * v);
+void ModelRunner::sample(const StepPlan& plan) {
+  const size_t n = plan.entries.size();
+  const int64_t n_rows = logit_begin_[n - 1] + logit_count_[n - 1];
+  const int64_t words = ops::SampleRow::kWords;
+  sample_rows_.assign(static_cast<size_t>(n_rows * words) + n + 1, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const ScheduledRequest& e = plan.entries[i];
+    const Request& r = *e.request;
+    ops::SampleRow p;
+    // A prefill chunk that does not end the prompt decides nothing: the cheap greedy path.
+    const bool decides = e.kind == ScheduledRequest::Kind::Decode || e.last_chunk;
+    p.temperature = decides ? static_cast<float>(r.params.temperature) : 0.0f;
+    p.top_k = r.params.top_k;
+    p.top_p = static_cast<float>(r.params.top_p);
+    p.min_p = static_cast<float>(r.params.min_p);
+    p.seed_lo = static_cast<uint32_t>(r.seed);
+    p.seed_hi = static_cast<uint32_t>(r.seed >> 32);
+    const auto d = drafts(i);
+    for (int64_t j = 0; j < logit_count_[i]; ++j) {
+      // Logits row j of a decode entry follows position pos0 + j; a prefill
+      // entry's one row is the chunk's last.
+      const int64_t row_pos = e.kind == ScheduledRequest::Kind::Decode ? e.pos0 + j : e.pos0 + e.rows - 1;
+      p.position = static_cast<int32_t>(row_pos + 1);
+      p.draft = j < static_cast<int64_t>(d.size()) ? d[static_cast<size_t>(j)] : -1;
+      std::memcpy(sample_rows_.data() + (logit_begin_[i] + j) * words, &p, sizeof p);
+    }
+    sample_rows_[static_cast<size_t>(n_rows * words) + i] = static_cast<int32_t>(logit_begin_[i]);
+  }
+  sample_rows_.back() = static_cast<int32_t>(n_rows);
+
+  ops::Backend& be = target_.backend();
+  const ops::Tensor inputs =
+      model::grow_tensor(be, sample_inputs_, ops::DType::I32, static_cast<int64_t>(sample_rows_.size()), 1);
+  be.upload(inputs, sample_rows_.data(), ops::DType::I32);
+  const ops::Tensor rows = inputs.row_slice(0, n_rows * words).reshape(n_rows, words);
+  const ops::Tensor seq_start = inputs.row_slice(n_rows * words, static_cast<int64_t>(n) + 1);
+  const ops::Tensor sampled = model::grow_tensor(be, sampled_, ops::DType::I32, n_rows, 1);
+  const ops::Tensor out = model::grow_tensor(be, verdicts_dev_, ops::DType::I32, static_cast<int64_t>(n), 2);
+  be.accept(target_.logits_tensor(), rows, seq_start, sampled, out);
+  verdicts_.resize(2 * n);
+  be.download_i32(out, verdicts_.data());
+}
+
+ModelRunner::Verdict ModelRunner::verdict(size_t entry) const {
+  return Verdict{verdicts_[2 * entry], verdicts_[2 * entry + 1]};
+}
+
+std::vector<float> ModelRunner::logits(size_t entry) const {
+  const ops::Tensor rows = target_.logits_tensor().row_slice(logit_begin_[entry], logit_count_[entry]);
+  std::vector<float> out(static_cast<size_t>(rows.numel()));
+  target_.backend().download(rows, out.data());
+  return out;
 }
 
 std::span<const int32_t> ModelRunner::drafts(size_t entry) const {

@@ -2,10 +2,12 @@
 // Turns one scheduled step into model calls: one batched drafter pass that
 // drafts for every decoding request, one batched target forward over all the
 // step's rows (prefill chunks, verify rows [anchor, d1..dk], plain decode rows
-// when there is no drafter) with one BatchContext, and, once the engine knows
-// what was accepted, one batched write of the drafter's context K/V for the
-// newly committed rows. Acceptance, stops and request state are the engine's
-// business; this class only moves tokens, K/V and logits.
+// when there is no drafter) with one BatchContext, sampling and draft
+// acceptance on the backend (Backend::accept over every entry's logits rows,
+// each request's own seed and filters), and, once the engine knows what was
+// committed, one batched write of the drafter's context K/V for the newly
+// committed rows. Logits stay in backend memory: a step downloads two ints
+// per entry. Stops and request state are the engine's business.
 //
 // The pool holds the target's layers at [0, L_target) and the drafter's at
 // [L_target, L_target + L_draft); both read the request's one block table.
@@ -29,14 +31,27 @@ class ModelRunner {
   // with a drafter, at the drafter's target_layer_ids.
   ModelRunner(model::Qwen3Model& target, model::DFlashDrafter* drafter, int64_t num_blocks, int64_t block_size);
 
-  // Drafts (decode entries with rows > 1) and runs the target over the plan.
+  // What the target decided for one plan entry: a decode entry keeps
+  // drafts(i)[0, accepted) and then `token` (its bonus, or its one sampled
+  // token without drafts); a prefill entry's token is sampled from its last
+  // row (meaningful on the chunk that completes the prefill; accepted is 0).
+  // token is -1 when the logits could not be sampled (NaN, +inf, all -inf).
+  struct Verdict {
+    int32_t accepted = 0;
+    int32_t token = -1;
+  };
+
+  // Drafts (decode entries with rows > 1), runs the target over the plan and
+  // samples / verifies every entry on the backend.
   void run(const StepPlan& plan, const BlockManager& blocks);
 
-  // The target's logits for plan entry i: every row of a decode entry, the
-  // last row of a prefill chunk. [rows, vocab].
-  std::span<const float> logits(size_t entry) const;
+  Verdict verdict(size_t entry) const;
   // The draft tokens of plan entry i (decode entries; rows - 1 of them).
   std::span<const int32_t> drafts(size_t entry) const;
+  // The target's logits for plan entry i, downloaded on request (tests,
+  // log-probabilities): every row of a decode entry, the last row of a
+  // prefill chunk. [rows, vocab], valid until the next run().
+  std::vector<float> logits(size_t entry) const;
 
   // Writes drafter context K/V for the first keep[i] rows of each plan entry
   // (rows whose tokens are now committed). No-op without a drafter.
@@ -52,9 +67,12 @@ class ModelRunner {
   int64_t vocab_, target_layers_;
   std::unique_ptr<model::KVPool> pool_;
 
-  std::vector<int32_t> tokens_, anchors_, drafts_, tap_rows_;
-  std::vector<float> logits_;
-  ops::OwnedTensor tap_row_ids_, ctx_taps_;
+  // Fills sample_rows_ (one SampleRow per logits row, then the entries'
+  // row starts), uploads it and runs Backend::accept; downloads the verdicts.
+  void sample(const StepPlan& plan);
+
+  std::vector<int32_t> tokens_, anchors_, drafts_, tap_rows_, sample_rows_, verdicts_;
+  ops::OwnedTensor tap_row_ids_, ctx_taps_, sample_inputs_, sampled_, verdicts_dev_;
   std::vector<int64_t> logit_begin_, logit_count_, draft_begin_, draft_count_, row_begin_;
 };
 

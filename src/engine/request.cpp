@@ -1,5 +1,6 @@
 #include "engine/request.h"
 
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -39,7 +40,15 @@ FinishReason finish_reason_of(StopReason stop) {
 }
 
 Request::Request(RequestId id_, std::vector<int32_t> prompt_, const SamplingParams& params_)
-    : id(id_), prompt(std::move(prompt_)), params(params_), sampler(params_) {}
+    : id(id_), prompt(std::move(prompt_)), params(params_) {
+  validate(params);
+  if (params.seed) {
+    seed = *params.seed;
+  } else {
+    std::random_device rd;
+    seed = uint64_t{rd()} << 32 | rd();
+  }
+}
 
 int32_t Request::token(int64_t pos) const {
   const auto p = static_cast<size_t>(pos);

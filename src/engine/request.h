@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "engine/generation_result.h"
-#include "engine/sampler.h"
 #include "engine/sampling_params.h"
 #include "engine/spec_stats.h"
 
@@ -38,13 +37,16 @@ const char* finish_reason_name(FinishReason reason);  // "stop", "length", "abor
 FinishReason finish_reason_of(StopReason stop);       // kEos, kStopString: Stop; the others: Length
 
 struct Request {
-  // Validates params (throws flashdraft::Error) and seeds the sampler from them.
+  // Validates params (throws flashdraft::Error) and fixes the seed.
   Request(RequestId id, std::vector<int32_t> prompt, const SamplingParams& params);
 
   RequestId id;
   std::vector<int32_t> prompt;
   SamplingParams params;
-  Sampler sampler;  // this request's own random stream (per-request seeds)
+  // params.seed, or one drawn from std::random_device here. Every random draw
+  // for this request is a function of it and the position being decided
+  // (ops::sample_math::uniform), so its output depends on nothing else.
+  uint64_t seed = 0;
 
   RequestState state = RequestState::Waiting;
   std::vector<int32_t> output;  // emitted tokens (what the user sees), in order

@@ -13,7 +13,7 @@ struct SamplingParams {
   int top_k = 0;             // 0 = off
   double top_p = 1.0;        // 1 = off
   double min_p = 0.0;        // 0 = off
-  std::optional<uint64_t> seed;  // none = seeded from std::random_device
+  std::optional<uint64_t> seed;  // none: a random one, drawn when the request is added
   int max_tokens = 256;
   std::vector<int32_t> stop_token_ids;  // stop even with ignore_eos
   std::vector<std::string> stop;        // stop strings, never emitted

@@ -114,6 +114,20 @@ struct Rope {
   float attention_factor = 1.0f;
 };
 
+// One logits row's sampling request for Backend::sample / accept: eight
+// 32-bit words, so a step's rows travel as one i32 tensor [n, kWords].
+struct SampleRow {
+  static constexpr int64_t kWords = 8;
+  float temperature = 0.0f;  // 0: greedy
+  int32_t top_k = 0;         // <= 0 or >= vocab: off
+  float top_p = 1.0f;        // >= 1: off
+  float min_p = 0.0f;        // <= 0: off
+  uint32_t seed_lo = 0, seed_hi = 0;  // the request's 64-bit seed
+  int32_t position = 0;      // the position of the token this row decides
+  int32_t draft = -1;        // accept: the draft proposed for that position
+};
+static_assert(sizeof(SampleRow) == SampleRow::kWords * 4);
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -187,6 +201,42 @@ class Backend {
   virtual void softcap(const Tensor& x, float cap) = 0;
   // out[r] = index of the largest x[r, :], the first on ties. out: i32 [n, 1].
   virtual void argmax(const Tensor& x, const Tensor& out) = 0;
+  // One token per row of f32 logits [n, vocab] into out i32 [n, 1], row r
+  // drawn as rows[r] says (rows: i32 [n, SampleRow::kWords], SampleRow's words).
+  //   temperature 0: the argmax, the lowest id on ties.
+  //   Otherwise token j weighs w_j = exp((l_j - max) / temperature)
+  //   (sample_math::weight: the same float operations on every backend) and
+  //   the filters run in Hugging Face's order, each on what the last left:
+  //     top-k keeps tokens whose logit is >= the k-th largest (boundary ties kept);
+  //     top-p keeps tokens whose weight is >= that of the token at which the
+  //           running sum of weights, heaviest first, reaches top_p of the
+  //           total (that token and its ties kept; so is the top token);
+  //     min-p keeps tokens with w >= min_p (min_p times the top weight, 1).
+  //   The token is the first id j, in ascending order, at which the running
+  //   sum of kept weights exceeds u * their total, where u =
+  //   sample_math::uniform(seed, position, 0): one uniform per position of
+  //   a request, whatever else shares the step.
+  // A row that cannot be sampled (a NaN or +inf logit, or all -inf) gets -1.
+  // Sums are in double, added in an order of the backend's choosing: two
+  // backends can pick different tokens for the same row and key only when
+  // u * total, or top_p's target, lies within that rounding (~1e-16 of the
+  // total) of the edge between two tokens.
+  virtual void sample(const Tensor& logits, const Tensor& rows, const Tensor& out) = 0;
+  // DFlash verification with the same draws. Sequence s owns logits rows
+  // [seq_start[s], seq_start[s + 1]) (at least one; seq_start: i32
+  // [n_seqs + 1, 1]): a verify's [anchor, d1 .. dk], whose row i decides the
+  // token after d_i and carries draft = d_{i+1}, or the one row of a plain
+  // decode step or of a prefill's end. tokens (i32 [n, 1]) <- sample() of
+  // every row; out (i32 [n_seqs, 2]) <- {a, tokens[seq_start[s] + a]}, a =
+  // how many leading rows, the last excluded, drew their own draft.
+  // This is the lossless rule for point-mass drafts: a row's token is drawn
+  // from its distribution p, so draft d is kept with probability p(d), and
+  // after a rejection the token is distributed as p without d, renormalised.
+  // With one uniform per position, the emitted tokens are exactly those plain
+  // sampling draws from the same logits and seed. Greedy rows: the longest
+  // prefix with d_i == argmax(row i-1), then argmax(row a).
+  virtual void accept(const Tensor& logits, const Tensor& rows, const Tensor& seq_start, const Tensor& tokens,
+                      const Tensor& out) = 0;
 };
 
 // The CPU reference backend (always present).

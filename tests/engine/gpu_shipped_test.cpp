@@ -3,13 +3,19 @@
 // bounds; greedy DFlash output identical to plain greedy output on the GPU
 // for all 164 HumanEval prompts, both drafters, one request at a time and 8
 // at once; and how many prompts' greedy outputs agree exactly between CPU
-// and GPU. Every test reports SKIPPED on a machine without a GPU.
+// and GPU; seeded sampling on the GPU: independent of the batch, DFlash's
+// tokens equal to plain sampling's, and distributed as the CPU reference
+// says. Every test reports SKIPPED on a machine without a GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <map>
+#include <numeric>
 
 #include "ops/backend_factory.h"
+#include "ops/cpu/sampling.h"
 #include "shipped_models.h"
 
 namespace flashdraft::engine::testing {
@@ -144,6 +150,136 @@ TEST_F(Gpu, GreedyOutputsAgreeWithCpu) {
   // path gave 0 of 164 the same day).
   std::printf("[gpu agreement] goal: >= 95%% identical; now %.1f%%\n", 100.0 * double(same) / double(cpu.size()));
   EXPECT_GE(static_cast<double>(same), 0.85 * static_cast<double>(cpu.size()));
+}
+
+// ---- Sampling on the GPU (Backend::sample / accept in CUDA).
+
+SamplingParams sampling(int max_tokens, uint64_t seed) {
+  SamplingParams p;
+  p.temperature = 0.8;
+  p.top_k = 50;
+  p.top_p = 0.95;
+  p.max_tokens = max_tokens;
+  p.seed = seed;
+  return p;
+}
+
+// A request's draws depend on its seed and positions only: the same output
+// whether it runs alone or among 8, with and without a drafter.
+TEST_F(Gpu, SeededSamplingAloneEqualsAmongEight) {
+  const std::vector<Prompt> prompts(humaneval_prompts().begin(), humaneval_prompts().begin() + 16);
+  auto& models = shipped("cuda");
+  for (model::DFlashDrafter* drafter : {static_cast<model::DFlashDrafter*>(nullptr), &models.drafter("drafter-full")}) {
+    auto run = [&](int64_t running) {
+      EngineConfig c;
+      c.max_running = running;
+      c.num_kv_blocks = humaneval_pool(running, 64);
+      return run_all(drafter, c, prompts, sampling(64, 31), &models).tokens;
+    };
+    const auto alone = run(1), together = run(8);
+    int differ = 0;
+    for (size_t i = 0; i < alone.size(); ++i) differ += alone[i] != together[i];
+    std::printf("[gpu sampling] %s: %d of %zu prompts differ between 1 and 8 running\n",
+                drafter ? "drafter-full" : "plain", differ, alone.size());
+    EXPECT_EQ(differ, 0);
+  }
+}
+
+// One uniform per position couples DFlash's acceptance with plain sampling:
+// with the same seeds, DFlash sampling emits the very tokens plain sampling
+// does (as greedy DFlash emits plain greedy's), given batch-invariant logits.
+TEST_F(Gpu, DFlashSamplingEmitsPlainSamplingsTokens) {
+  auto& models = shipped("cuda");
+  EngineConfig c;
+  c.max_running = 8;
+  c.num_kv_blocks = pool_for(8);
+  const auto plain = run_all(nullptr, c, humaneval_prompts(), sampling(kNewTokens, 7), &models).tokens;
+  for (const char* name : {"drafter-full", "drafter-swa"}) {
+    const RunResult spec = run_all(&models.drafter(name), c, humaneval_prompts(), sampling(kNewTokens, 7), &models);
+    int differ = 0;
+    for (size_t i = 0; i < plain.size(); ++i) differ += spec.tokens[i] != plain[i];
+    std::printf("[gpu sampling] %s, 8 running: %d of %zu prompts differ from plain sampling; %s\n", name, differ,
+                plain.size(), spec.stats.summary().c_str());
+    EXPECT_EQ(differ, 0) << name;
+    EXPECT_GT(spec.stats.accepted_tokens(), 0) << name;
+  }
+}
+
+// The GPU's draws follow the CPU reference's distribution (ops::cpu::
+// sample_weights) of the GPU's own logits: the first three tokens of 4000
+// seeded DFlash requests against the exact probability of every
+// continuation, chi-square at alpha = 1e-4 (as SamplingLossless on the CPU).
+TEST_F(Gpu, SampledContinuationsFollowTheReferenceDistribution) {
+  constexpr int kEmit = 3, kRuns = 4000;
+  auto& models = shipped("cuda");
+  const std::vector<int32_t> prompt = models.tokenizer->encode("def add(a, b):\n    ", false);
+  ops::SampleRow probe;
+  probe.temperature = 1.0f;
+  probe.top_k = 3;
+  std::map<std::vector<int32_t>, double> exact;
+  std::function<void(std::vector<int32_t>, double)> expand = [&](std::vector<int32_t> seq, double prob) {
+    if (seq.size() == prompt.size() + kEmit) {
+      exact[std::vector<int32_t>(seq.begin() + static_cast<long>(prompt.size()), seq.end())] = prob;
+      return;
+    }
+    auto cache = models.target->new_cache();
+    std::vector<float> logits, w;
+    models.target->forward(seq, cache, logits);
+    w.resize(logits.size());
+    ASSERT_TRUE(ops::cpu::sample_weights(logits.data(), static_cast<int64_t>(logits.size()), probe, w.data()));
+    const double total = std::accumulate(w.begin(), w.end(), 0.0);
+    for (size_t t = 0; t < w.size(); ++t) {
+      if (w[t] <= 0) continue;
+      auto next = seq;
+      next.push_back(static_cast<int32_t>(t));
+      expand(next, prob * w[t] / total);
+    }
+  };
+  expand(prompt, 1.0);
+
+  EngineConfig c;
+  c.max_running = 64;
+  c.max_tokens_per_step = 2048;
+  c.num_speculative_tokens = 3;
+  c.num_kv_blocks = 64 * 2;
+  c.eos_token_ids = models.eos;
+  Engine engine(*models.target, &models.drafter("drafter-full"), c);
+  std::vector<RequestId> ids;
+  for (int r = 0; r < kRuns; ++r) {
+    SamplingParams p;
+    p.temperature = 1.0;
+    p.top_k = 3;
+    p.max_tokens = kEmit;
+    p.seed = 9'000'000 + static_cast<uint64_t>(r);
+    ids.push_back(engine.add(prompt, p));
+  }
+  while (engine.has_work()) engine.step();
+  std::map<std::vector<int32_t>, int> counts;
+  for (RequestId id : ids) ++counts[engine.result(id).tokens];
+  double chi2 = 0, pooled_expected = 0;
+  int pooled_count = 0, cells = 0;
+  for (const auto& [seq, p] : exact) {
+    const double e = p * kRuns;
+    const int n = counts.count(seq) ? counts.at(seq) : 0;
+    if (e < 5) {
+      pooled_expected += e;
+      pooled_count += n;
+      continue;
+    }
+    chi2 += (n - e) * (n - e) / e;
+    ++cells;
+  }
+  if (pooled_expected > 0) {
+    chi2 += (pooled_count - pooled_expected) * (pooled_count - pooled_expected) / pooled_expected;
+    ++cells;
+  }
+  for (const auto& [seq, n] : counts) EXPECT_TRUE(exact.count(seq)) << "a continuation of probability 0 was emitted";
+  ASSERT_GE(cells, 5);
+  const double a = 2.0 / (9.0 * (cells - 1));
+  const double critical = (cells - 1) * std::pow(1.0 - a + 3.719 * std::sqrt(a), 3.0);  // Wilson-Hilferty, 1e-4
+  std::printf("[gpu sampling] first %d tokens of %d requests: chi-square %.1f, critical %.1f at df %d; %s\n", kEmit,
+              kRuns, chi2, critical, cells - 1, engine.stats().summary().c_str());
+  EXPECT_LT(chi2, critical);
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // Speculative sampling on the shipped pair is lossless: with a fixed prompt
 // and many seeds, the first three tokens the engine emits with a DFlash
 // drafter follow the target's own sampling distribution, computed exactly
-// from the target (per-request forward, Sampler::probs) for every possible
-// 3-token continuation.
+// from the target (per-request forward, ops::cpu::sample_weights) for every
+// possible 3-token continuation.
 //
 // Test: chi-square goodness of fit; outcomes expected fewer than 5 times are
 // pooled into one cell. False-alarm rate: the critical value is the
@@ -15,7 +15,9 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <numeric>
 
+#include "ops/cpu/sampling.h"
 #include "shipped_models.h"
 
 namespace flashdraft::engine::testing {
@@ -42,7 +44,9 @@ SamplingParams params(uint64_t seed) {
 // Exact probability of every kEmit-token continuation with nonzero mass.
 std::map<std::vector<int32_t>, double> exact(const std::vector<int32_t>& prompt) {
   auto& target = *shipped().target;
-  Sampler probe(params(1));
+  ops::SampleRow probe;  // params(): what the engine asks the sample op for
+  probe.temperature = 1.0f;
+  probe.top_k = 3;
   std::map<std::vector<int32_t>, double> out;
   std::function<void(std::vector<int32_t>, double)> expand = [&](std::vector<int32_t> seq, double prob) {
     if (seq.size() == prompt.size() + kEmit) {
@@ -52,12 +56,14 @@ std::map<std::vector<int32_t>, double> exact(const std::vector<int32_t>& prompt)
     auto cache = target.new_cache();
     std::vector<float> logits;
     target.forward(seq, cache, logits);
-    const std::vector<float> p = probe.probs(logits);
-    for (size_t t = 0; t < p.size(); ++t) {
-      if (p[t] <= 0) continue;
+    std::vector<float> w(logits.size());
+    ASSERT_TRUE(ops::cpu::sample_weights(logits.data(), static_cast<int64_t>(logits.size()), probe, w.data()));
+    const double total = std::accumulate(w.begin(), w.end(), 0.0);
+    for (size_t t = 0; t < w.size(); ++t) {
+      if (w[t] <= 0) continue;
       auto next = seq;
       next.push_back(static_cast<int32_t>(t));
-      expand(next, prob * p[t]);
+      expand(next, prob * w[t] / total);
     }
   };
   expand(prompt, 1.0);
@@ -142,6 +148,31 @@ TEST(SamplingLossless, SeededOutputDoesNotDependOnConcurrency) {
   };
   const auto alone = run(1), together = run(6);
   EXPECT_EQ(alone, together);
+}
+
+// One uniform per position (ops::sample_math::uniform) couples DFlash's
+// acceptance with plain sampling: with the same seeds, DFlash sampling emits
+// the very tokens plain sampling does, as greedy DFlash emits plain greedy's,
+// given that a position's logits do not depend on the step that computes
+// them (the CPU backend's matmul and attention are batch invariant).
+TEST(SamplingLossless, DFlashSamplingEmitsPlainSamplingsTokens) {
+  const std::vector<Prompt> prompts(humaneval_prompts().begin(), humaneval_prompts().begin() + 24);
+  EngineConfig c;
+  c.max_running = 8;
+  c.num_kv_blocks = humaneval_pool(8, 64);
+  SamplingParams p;
+  p.temperature = 0.8;
+  p.top_k = 50;
+  p.top_p = 0.95;
+  p.max_tokens = 64;
+  p.seed = 2026;
+  const RunResult plain = run_all(nullptr, c, prompts, p);
+  for (const char* name : {"drafter-full", "drafter-swa"}) {
+    const RunResult spec = run_all(&shipped().drafter(name), c, prompts, p);
+    EXPECT_EQ(spec.tokens, plain.tokens) << name;
+    std::printf("%s: %s\n", name, spec.stats.summary().c_str());
+    EXPECT_GT(spec.stats.accepted_tokens(), 0) << name;
+  }
 }
 
 }  // namespace

@@ -59,7 +59,11 @@ RunResult run_all(model::DFlashDrafter* drafter, const EngineConfig& config, con
   c.eos_token_ids = m.eos;
   Engine engine(*m.target, drafter, c);
   std::vector<RequestId> ids;
-  for (const auto& p : prompts) ids.push_back(engine.add(p.ids, params));
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    SamplingParams p = params;
+    if (p.seed) *p.seed += i;
+    ids.push_back(engine.add(prompts[i].ids, p));
+  }
   while (engine.has_work()) engine.step();
   RunResult r;
   for (RequestId id : ids) {

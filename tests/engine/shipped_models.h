@@ -46,6 +46,7 @@ struct RunResult {
   std::vector<int64_t> request_preemptions;
 };
 // `models` (default: shipped()) holds the target; drafter, if any, must be one of its drafters.
+// With params.seed set, prompt i is seeded with *params.seed + i.
 RunResult run_all(model::DFlashDrafter* drafter, const EngineConfig& config, const std::vector<Prompt>& prompts,
                   const SamplingParams& params, ShippedModels* models = nullptr);
 

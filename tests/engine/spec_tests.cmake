@@ -1,10 +1,6 @@
 # Registered from tests/engine/CMakeLists.txt.
-fd_add_test(engine_acceptance_tests
-  SOURCES
-    acceptance_test.cpp
-    acceptance_statistics_test.cpp
-    spec_stats_test.cpp
-  LIBS fd_engine)
+# Draft acceptance itself is an op (Backend::accept): tests/ops/sample_test.
+fd_add_test(engine_spec_stats_tests SOURCES spec_stats_test.cpp LIBS fd_engine)
 
 # End to end on the shipped model pair (models/); slow, but in the default run.
 # The lossless cases are registered one by one so that the plain greedy

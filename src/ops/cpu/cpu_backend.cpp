@@ -16,6 +16,7 @@
 #include "io/dtype.h"
 #include "ops/backend.h"
 #include "ops/cpu/matmul_small.h"
+#include "ops/cpu/sampling.h"
 #include "ops/ops.h"
 
 namespace flashdraft::ops {
@@ -48,6 +49,18 @@ uint64_t mix(uint64_t x) {
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
+}
+
+SampleRow sample_row_of(const Tensor& rows, int64_t r) {
+  SampleRow p;
+  std::memcpy(&p, rows.as<int32_t>() + r * rows.ld, sizeof p);
+  return p;
+}
+
+void check_sample_args(const char* op, const Tensor& logits, const Tensor& rows) {
+  require_f32(logits, op, "logits");
+  require(rows.dtype == DType::I32 && rows.rows == logits.rows && rows.cols == SampleRow::kWords, op,
+          "rows must be i32 [logits.rows, SampleRow::kWords]");
 }
 
 class CpuBackend final : public Backend {
@@ -258,8 +271,41 @@ class CpuBackend final : public Backend {
     for (int64_t r = 0; r < x.rows; ++r) out.as<int32_t>()[r * out.ld] = static_cast<int32_t>(cpu::argmax(row(x, r), x.cols));
   }
 
+  void sample(const Tensor& logits, const Tensor& rows, const Tensor& out) override {
+    check_sample_args("sample", logits, rows);
+    require(out.dtype == DType::I32 && out.rows == logits.rows, "sample", "out must be i32 [logits.rows, 1]");
+    weights_.resize(static_cast<size_t>(logits.cols));
+    for (int64_t r = 0; r < logits.rows; ++r)
+      out.as<int32_t>()[r * out.ld] = cpu::sample_row(row(logits, r), logits.cols, sample_row_of(rows, r), weights_.data());
+  }
+
+  void accept(const Tensor& logits, const Tensor& rows, const Tensor& seq_start, const Tensor& tokens,
+              const Tensor& out) override {
+    check_sample_args("accept", logits, rows);
+    require(seq_start.dtype == DType::I32 && seq_start.rows == out.rows + 1 && out.dtype == DType::I32 &&
+                out.cols == 2 && out.contiguous(),
+            "accept", "seq_start must be i32 [n_seqs + 1, 1] and out i32 [n_seqs, 2]");
+    sample(logits, rows, tokens);
+    std::vector<SampleRow> seq_rows;
+    for (int64_t s = 0; s < out.rows; ++s) {
+      const int32_t begin = seq_start.as<int32_t>()[s * seq_start.ld], end = seq_start.as<int32_t>()[(s + 1) * seq_start.ld];
+      require(0 <= begin && begin < end && end <= logits.rows, "accept",
+              "sequence " + std::to_string(s) + " has rows [" + std::to_string(begin) + ", " + std::to_string(end) +
+                  "), outside [0, " + std::to_string(logits.rows) + ") or empty");
+      std::vector<int32_t> drawn;
+      seq_rows.clear();
+      for (int32_t r = begin; r < end; ++r) {
+        seq_rows.push_back(sample_row_of(rows, r));
+        drawn.push_back(tokens.as<int32_t>()[r * tokens.ld]);
+      }
+      const int32_t a = cpu::accepted_prefix(drawn.data(), seq_rows.data(), end - begin);
+      out.as<int32_t>()[2 * s] = a;
+      out.as<int32_t>()[2 * s + 1] = drawn[static_cast<size_t>(a)];
+    }
+  }
+
  private:
-  std::vector<float> scratch_, out_scratch_;
+  std::vector<float> scratch_, out_scratch_, weights_;
   std::vector<cpu::PagedSeq> seqs_;
 };
 

@@ -275,6 +275,13 @@ class CudaBackend final : public Backend {
   }
   void softcap(const Tensor& x, float cap) override { cuda::softcap(x, cap, stream_); }
   void argmax(const Tensor& x, const Tensor& out) override { cuda::argmax(x, out, stream_); }
+  void sample(const Tensor& logits, const Tensor& rows, const Tensor& out) override {
+    cuda::sample(logits, rows, out, stream_);
+  }
+  void accept(const Tensor& logits, const Tensor& rows, const Tensor& seq_start, const Tensor& tokens,
+              const Tensor& out) override {
+    cuda::accept(logits, rows, seq_start, tokens, out, stream_);
+  }
 
  private:
   Staging& staging(int i) {

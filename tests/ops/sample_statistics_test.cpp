@@ -1,4 +1,5 @@
-// Sampled frequencies follow probs(): a chi-square goodness-of-fit test.
+// Sampled frequencies follow the distribution sample_weights() describes: a
+// chi-square goodness-of-fit test over the draws of many positions.
 //
 // False-alarm rate: the critical value is the chi-square quantile at
 // alpha = 1e-4 (Wilson-Hilferty approximation, accurate to a few percent for
@@ -7,12 +8,14 @@
 // to pass.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <vector>
 
-#include "engine/sampler.h"
+#include "ops/cpu/sampling.h"
 
-namespace flashdraft::engine {
+namespace flashdraft::ops {
 namespace {
 
 // Upper-tail chi-square quantile for `df` degrees of freedom, given the
@@ -33,17 +36,20 @@ double chi_square(const std::vector<int>& counts, const std::vector<double>& exp
   return chi2;
 }
 
-TEST(SamplerStatistics, FrequenciesMatchFilteredDistribution) {
+TEST(SampleStatistics, FrequenciesMatchFilteredDistribution) {
   const std::vector<float> logits = {2.0f, 1.2f, 0.3f, -0.4f, 1.9f, -3.0f, 0.8f, 0.0f, -1.0f, 1.0f};
-  SamplingParams params;
-  params.temperature = 0.9;
+  const auto vocab = static_cast<int64_t>(logits.size());
+  SampleRow params;
+  params.temperature = 0.9f;
   params.top_k = 8;
-  params.top_p = 0.97;
-  params.min_p = 0.05;
-  params.seed = 20261121;
-  Sampler sampler(params);
-  const std::vector<float> p = sampler.probs(logits);
-  std::vector<double> expected(p.begin(), p.end());
+  params.top_p = 0.97f;
+  params.min_p = 0.05f;
+  params.seed_lo = 20261121;
+  std::vector<float> w(logits.size());
+  ASSERT_TRUE(cpu::sample_weights(logits.data(), vocab, params, w.data()));
+  const double total = std::accumulate(w.begin(), w.end(), 0.0);
+  std::vector<double> expected;
+  for (float x : w) expected.push_back(x / total);
 
   int support = 0;
   for (double q : expected) support += q > 0;
@@ -52,12 +58,14 @@ TEST(SamplerStatistics, FrequenciesMatchFilteredDistribution) {
 
   constexpr int kDraws = 200000;
   std::vector<int> counts(logits.size(), 0);
-  for (int i = 0; i < kDraws; ++i) ++counts[sampler.sample(logits)];
+  std::vector<float> scratch(logits.size());
+  for (int i = 0; i < kDraws; ++i) {
+    params.position = i;
+    ++counts[static_cast<size_t>(cpu::sample_row(logits.data(), vocab, params, scratch.data()))];
+  }
 
   for (size_t i = 0; i < counts.size(); ++i) {
-    if (expected[i] == 0) {
-      EXPECT_EQ(counts[i], 0) << "filtered token " << i << " was sampled";
-    }
+    if (expected[i] == 0) EXPECT_EQ(counts[i], 0) << "filtered token " << i << " was sampled";
   }
   const double critical = chi_square_critical(support - 1, kZAlpha1e4);
   const double chi2 = chi_square(counts, expected, kDraws);
@@ -69,18 +77,19 @@ TEST(SamplerStatistics, FrequenciesMatchFilteredDistribution) {
   const double delta = 0.05 * std::min(expected[0], expected[4]);
   shifted[0] += delta;
   shifted[4] -= delta;
-  const double chi2_shifted = chi_square(counts, shifted, kDraws);
-  EXPECT_GT(chi2_shifted, critical);
+  EXPECT_GT(chi_square(counts, shifted, kDraws), critical);
 }
 
-TEST(SamplerStatistics, GreedyNeverSamplesAnythingElse) {
+TEST(SampleStatistics, GreedyNeverSamplesAnythingElse) {
   const std::vector<float> logits = {0.1f, 0.2f, 0.19f};
-  SamplingParams params;
-  params.temperature = 0.0;
-  params.seed = 5;
-  Sampler sampler(params);
-  for (int i = 0; i < 1000; ++i) ASSERT_EQ(sampler.sample(logits), 1);
+  SampleRow params;
+  params.temperature = 0.0f;
+  std::vector<float> scratch(3);
+  for (int i = 0; i < 1000; ++i) {
+    params.position = i;
+    ASSERT_EQ(cpu::sample_row(logits.data(), 3, params, scratch.data()), 1);
+  }
 }
 
 }  // namespace
-}  // namespace flashdraft::engine
+}  // namespace flashdraft::ops
