@@ -24,6 +24,8 @@ const char* op_name(Op op) {
     case Op::GatherRows: return "gather_rows";
     case Op::Softcap: return "softcap";
     case Op::Argmax: return "argmax";
+    case Op::Sample: return "sample";
+    case Op::Accept: return "accept";
     case Op::PagedAttention: return "paged_attention";
     case Op::Copy: return "copy";
   }
@@ -77,6 +79,12 @@ double bf16_bound(const OpCase& c) {
     case Op::Softcap: return 1e-9;
     // Compared exactly (inputs have a clear winner or exact f32 ties).
     case Op::Argmax: return 0.0;
+    // Tokens, compared exactly: both backends compute every weight with the
+    // same float operations (ops/sample_math.h) and differ only in the order
+    // they add doubles, which moves a draw only when u * total falls within
+    // ~1e-16 of the total from the edge between two tokens (~1e-12 a row).
+    case Op::Sample:
+    case Op::Accept: return 0.0;
     // Scores from bf16-exact q and k accumulate in f32; flash kernels round the
     // probabilities P to bf16 for the tensor-core P.V product (each p off by
     // ~2^-9, giving an NMSE of about one rounding) and round the output: ~6e-6
@@ -137,7 +145,74 @@ struct CaseData {
   std::vector<float> x, w, bias, residual, delta, norm_q, norm_k, inv_freq, k_pool, v_pool;
   std::vector<int32_t> ids;
   HostAttnBatch attn;
+  std::vector<int32_t> sample_rows, seq_start;  // sample / accept: SampleRow words; sequence starts
 };
+
+namespace {
+
+// Row r's filters: the settings a serving request asks for, cycled so every
+// path of the kernel (no filter, each one alone, all together, k = 1, a
+// nucleus of one, a k past most of the vocabulary) meets every kind of row.
+SampleRow sample_row_params(int64_t r, bool greedy) {
+  struct Mix {
+    float t;
+    int32_t k;
+    float p, min_p;
+  };
+  static constexpr Mix kMix[] = {{1.0f, 0, 1.0f, 0.0f},    {0.7f, 50, 1.0f, 0.0f},     {0.8f, 0, 0.9f, 0.0f},
+                                 {1.0f, 0, 1.0f, 0.05f},   {0.6f, 20, 0.95f, 0.0f},    {1.3f, 1000, 0.5f, 0.01f},
+                                 {1.0f, 1, 1.0f, 0.0f},    {0.9f, 0, 1e-6f, 0.0f},     {0.0f, 0, 1.0f, 0.0f},
+                                 {1.0f, 100000, 0.99f, 0.0f}, {2.0f, 0, 0.999f, 0.001f}};
+  const Mix m = greedy ? Mix{0.0f, 0, 1.0f, 0.0f} : kMix[r % std::size(kMix)];
+  SampleRow p;
+  p.temperature = m.t;
+  p.top_k = m.k;
+  p.top_p = m.p;
+  p.min_p = m.min_p;
+  return p;
+}
+
+// Logits rows of four kinds, by row: a flat tail in [-4, 4) (at temperature 1
+// a nucleus of ~100k tokens); a few tokens 8-12 above the tail (a nucleus of
+// a few); coarse values in steps of 0.25 (ties at every threshold); peaks and
+// masked (-inf) tokens. Accept's rows always have peaks, and their drafts
+// are the row's argmax three times in four (long accepted runs), else any id.
+void make_sample_data(const OpCase& c, Rng& rng, CaseData& d) {
+  std::vector<int32_t> rows_per_seq;
+  for (const SeqRows& s : c.seqs) rows_per_seq.push_back(s.rows);
+  if (c.op == Op::Sample) rows_per_seq.assign(static_cast<size_t>(c.n), 1);
+  int64_t total = 0;
+  for (int32_t r : rows_per_seq) total += r;
+  d.x = rng.uniform(static_cast<size_t>(total * c.dim), -4.0f, 4.0f);
+  d.seq_start = {0};
+  int64_t r = 0;
+  for (int32_t seq_rows : rows_per_seq) {
+    const auto pos0 = static_cast<int32_t>(rng.below(1 << 20));
+    const uint64_t seed = rng.next();
+    for (int32_t i = 0; i < seq_rows; ++i, ++r) {
+      float* row = d.x.data() + r * c.dim;
+      const int64_t kind = r % 4;
+      if (kind == 2)
+        for (int64_t j = 0; j < c.dim; ++j) row[j] = std::round(row[j] * 4.0f) / 4.0f;
+      if (kind == 1 || kind == 3 || c.op == Op::Accept)
+        for (int p = 0; p < 4; ++p) row[rng.below(c.dim)] = rng.uniform(8.0f, 12.0f);
+      if (kind == 3)
+        for (int64_t m = 0; m < c.dim / 8; ++m) row[rng.below(c.dim)] = -INFINITY;
+      SampleRow p = sample_row_params(r, c.greedy);
+      p.seed_lo = static_cast<uint32_t>(seed);
+      p.seed_hi = static_cast<uint32_t>(seed >> 32);
+      p.position = pos0 + i + 1;
+      if (i + 1 < seq_rows)
+        p.draft = rng.below(4) != 0 ? static_cast<int32_t>(cpu::argmax(row, c.dim)) : static_cast<int32_t>(rng.below(c.dim));
+      int32_t words[SampleRow::kWords];
+      std::memcpy(words, &p, sizeof p);
+      d.sample_rows.insert(d.sample_rows.end(), words, words + SampleRow::kWords);
+    }
+    d.seq_start.push_back(static_cast<int32_t>(r));
+  }
+}
+
+}  // namespace
 
 std::vector<OpCase> op_cases(DType dtype) {
   if (dtype != DType::BF16 && dtype != DType::F32)
@@ -284,6 +359,24 @@ std::vector<OpCase> op_cases(DType dtype) {
     add(c);
   }
 
+  // ---- sample and accept: a verify step's rows and plain decode rows, each
+  // row with its own filters (sample_row_params) and random key.
+  for (auto [n, vocab, greedy] : {std::tuple<int64_t, int64_t, bool>{16, 151936, true},
+                                  {64, 151936, false},
+                                  {200, 8192, false},
+                                  {3, 1000, false}}) {
+    OpCase c{.op = Op::Sample, .n = n, .dim = vocab, .greedy = greedy};
+    c.name = "sample_n" + S(n) + "_v" + S(vocab) + (greedy ? "_greedy" : "");
+    add(c);
+  }
+  for (auto [vocab, greedy, seqs] : {std::tuple<int64_t, bool, std::vector<SeqRows>>{151936, true, {{0, 16}, {0, 16}, {0, 1}, {0, 16}}},
+                                     {151936, false, {{0, 16}, {0, 1}, {0, 16}, {0, 16}, {0, 9}, {0, 1}}},
+                                     {8192, false, std::vector<SeqRows>(24, {0, 16})}}) {
+    OpCase c{.op = Op::Accept, .dim = vocab, .greedy = greedy, .seqs = seqs};
+    c.name = "accept_v" + S(vocab) + "_" + seqs_label(seqs) + (greedy ? "_greedy" : "");
+    add(c);
+  }
+
   // ---- paged_attention: several sequences of different lengths per batch,
   // shuffled block tables, block size 16. Contexts of 0 and of a few keys make
   // an off-by-one in the mask visible; 32k contexts cover long split-KV paths.
@@ -421,6 +514,10 @@ std::shared_ptr<const CaseData> make_case_data(const OpCase& c, uint64_t seed) {
       }
       break;
     }
+    case Op::Sample:
+    case Op::Accept:
+      make_sample_data(c, rng, *d);
+      break;
     case Op::PagedAttention: {
       d->attn = make_attn_batch(c.seqs, c.block_size, rng.next());
       const int64_t q_w = c.strided ? qkv_w : c.heads * hd, kv_row = c.kv_heads * hd;
@@ -615,6 +712,27 @@ void Bound::setup(const OpCase& c, const CaseData& d) {
       output("index", out);
       break;
     }
+    case Op::Sample:
+    case Op::Accept: {
+      const auto rows_n = static_cast<int64_t>(d.seq_start.back());
+      const Tensor x = put(DType::F32, rows_n, c.dim, d.x);
+      keep_.push_back(upload_i32(be_, d.sample_rows));
+      const Tensor rows = keep_.back().t.reshape(rows_n, SampleRow::kWords);
+      keep_.push_back(upload_i32(be_, std::vector<int32_t>(static_cast<size_t>(rows_n), -7)));
+      const Tensor tokens = keep_.back().t;
+      if (c.op == Op::Sample) {
+        op_ = [this, x, rows, tokens] { be_.sample(x, rows, tokens); };
+      } else {
+        keep_.push_back(upload_i32(be_, d.seq_start));
+        const Tensor starts = keep_.back().t;
+        keep_.push_back(upload_i32(be_, std::vector<int32_t>(2 * (d.seq_start.size() - 1), -7)));
+        const Tensor out = keep_.back().t.reshape(starts.rows - 1, 2);
+        op_ = [this, x, rows, starts, tokens, out] { be_.accept(x, rows, starts, tokens, out); };
+        output("accepted_bonus", out);
+      }
+      output("tokens", tokens);
+      break;
+    }
     case Op::PagedAttention: {
       attn_ = upload_attn_batch(be_, d.attn);
       const int64_t rows = d.attn.n_rows, q_w = c.heads * hd, kv_w = c.kv_heads * hd;
@@ -669,6 +787,13 @@ Traffic traffic(const OpCase& c, const Backend& backend) {
     case Op::GatherRows: t.bytes = 2 * n * dim * (c.f32 ? 4 : a) + 4 * n; break;
     case Op::Softcap: t.bytes = 8 * n * dim; break;
     case Op::Argmax: t.bytes = 4 * n * dim + 4 * n; break;
+    case Op::Sample:
+    case Op::Accept: {
+      double rows = static_cast<double>(c.n);
+      for (const SeqRows& s : c.seqs) rows += s.rows;
+      t.bytes = 4 * rows * dim + 36 * rows;  // the logits once, the rows' parameters and tokens
+      break;
+    }
     case Op::PagedAttention: {
       const double kv_row = static_cast<double>(c.kv_heads) * hd, q_row = static_cast<double>(c.heads) * hd;
       for (const SeqRows& s : c.seqs) {

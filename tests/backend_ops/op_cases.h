@@ -23,6 +23,8 @@ enum class Op : uint8_t {
   GatherRows,
   Softcap,
   Argmax,
+  Sample,  // Backend::sample: f32 logits rows -> tokens
+  Accept,  // Backend::accept: sequences of logits rows -> {accepted, bonus}
   PagedAttention,
   Copy,  // f32 -> the backend's activation dtype (the residual stream out as taps)
 };
@@ -57,6 +59,7 @@ struct OpCase {
   bool in_place = false;  // rmsnorm: y is x
   bool norm = true;       // rope_store_kv: with per-head norm weights (Qwen3) or without (Llama)
   bool ties = false;      // argmax: every row's maximum appears twice
+  bool greedy = false;    // sample / accept: every row at temperature 0 (else a mix of filters)
   float scalar = 1.0f;    // embedding scale; softcap cap; rope attention_factor
   int64_t heads = 0, kv_heads = 0, head_dim = 0;
   MaskKind mask = MaskKind::None;
