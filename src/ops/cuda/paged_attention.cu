@@ -4,11 +4,12 @@
 // Work decomposition. GQA heads that share a kv head are packed into the M
 // dimension together with the query rows (m = row * group + head_in_group), so
 // each K/V tile is read from memory once per kv head, not once per query head.
-// One CTA = (sequence, kv head, M tile of 16*WM entries, key group). Each warp
-// owns 16 M entries and takes every key tile whole:
-//   M <= 32 (decode)                2 warps (the second loads only when M <= 16)
-//   M <= 64 (16-row blocks, g 4)    4 warps
-//   M > 64 (prefill)                8 warps: 128 entries a CTA halve the K/V re-reads
+// One CTA = (sequence, kv head, M tile of 16*WM entries, key group): WM warp
+// rows of 16 entries, each with WK warps sharing its K/V tiles (see Cfg):
+//   M <= 16 (decode)                1 x 4 warps
+//   M <= 32                         2 x 2
+//   M <= 64 (16-row blocks, g 4)    4 x 2 at small batches, else 4 x 1
+//   M > 64 (prefill)                8 x 1: 128 entries a CTA halve the K/V re-reads
 //
 // Batch invariance (greedy DFlash must equal plain decoding): a row's output
 // may not depend on the call's other rows, so its arithmetic is one fixed
@@ -24,7 +25,7 @@
 // see, which other rows of its CTA can, leave its state exactly unchanged.
 //
 // K/V tiles of 64 keys stream through a 3-stage cp.async ring, two CTAs per
-// SM for the 2- and 4-warp layouts, across split boundaries. Each key row is
+// SM for the 4-warp layouts, across split boundaries. Each key row is
 // gathered through the block table; keys outside the union of the CTA rows'
 // visible ranges are neither looked up nor read (the smem row is zero-filled),
 // so unowned or evicted slots (NaN in tests) never reach the P.V product, and
@@ -173,8 +174,9 @@ struct Cfg {
   static constexpr int DTW = DT / WK;  // ... per warp
   static constexpr int QK = HD / 16;   // k-steps of Q.K^T
   static constexpr int CH = HD / 8;    // 16-byte chunks per row
-  // The 8-warp layout keeps its fold accumulators in shared memory: next to
-  // the P.V accumulators they would not fit in registers.
+  // The prefill layout (8 warp rows) keeps its fold accumulators in shared
+  // memory: next to
+  // its P.V accumulators they would not fit in registers.
   static constexpr bool kFoldSmem = WM >= 8;
   // Q fragments stay in registers unless that would crowd out the
   // accumulators; then they are reloaded from shared memory for every tile.
