@@ -175,8 +175,7 @@ struct Cfg {
   static constexpr int QK = HD / 16;   // k-steps of Q.K^T
   static constexpr int CH = HD / 8;    // 16-byte chunks per row
   // The prefill layout (8 warp rows) keeps its fold accumulators in shared
-  // memory: next to
-  // its P.V accumulators they would not fit in registers.
+  // memory: next to its P.V accumulators they would not fit in registers.
   static constexpr bool kFoldSmem = WM >= 8;
   // Q fragments stay in registers unless that would crowd out the
   // accumulators; then they are reloaded from shared memory for every tile.
