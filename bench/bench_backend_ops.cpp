@@ -1,9 +1,12 @@
 // Perf mode of the backend op harness (tests/backend_ops): every case of its
 // table on the CUDA backend, one markdown row each: median time, effective
 // bandwidth, TFLOP/s where flops are counted, and for memory-bound cases the
-// fraction of the device-to-device copy bandwidth measured here first.
+// fraction of the device-to-device copy bandwidth measured here first. Then
+// (--gemm: only then) the forward path's GEMM at Qwen3-8B's shapes against
+// cuBLASLt (the former path: one algorithm per weight shape), weights rotated
+// among copies that together exceed L2 so that every call reads HBM.
 //
-//   bench_backend_ops [--filter SUBSTR] [--reps N]
+//   bench_backend_ops [--filter SUBSTR] [--reps N] [--gemm]
 //
 // Timing goes through the backend's own queue (enqueue, synchronize, host
 // clock), so one sample runs the op enough times back to back (>= ~0.5 ms)
@@ -14,6 +17,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +27,8 @@
 #include "core/error.h"
 #include "op_cases.h"
 #include "ops/cuda/cuda_backend.h"
+#include "ops/cuda/device.h"
+#include "ops/cuda/matmul_cublaslt.h"
 
 namespace {
 
@@ -69,18 +75,86 @@ double copy_bandwidth(Backend& be, int reps) {
   return 2.0 * static_cast<double>(rows * cols * 2) / s;
 }
 
+// Median seconds of one call of `fn`, `sync` waiting for its queue.
+template <class Fn, class Sync>
+double median_time_on(Sync sync, int reps, Fn fn) {
+  for (int i = 0; i < 3; ++i) fn(i);
+  sync();
+  std::vector<double> samples;
+  int call = 3;
+  for (int r = 0; r < reps; ++r) {
+    const double t0 = now_s();
+    for (int i = 0; i < 20; ++i) fn(call++);
+    sync();
+    samples.push_back((now_s() - t0) / 20);
+  }
+  std::nth_element(samples.begin(), samples.begin() + reps / 2, samples.end());
+  return samples[static_cast<size_t>(reps / 2)];
+}
+
+// Qwen3-8B's GEMMs (and its DFlash drafter's fc) at decode, verify and prefill row counts.
+void gemm_table(Backend& be, double copy_bw, int reps) {
+  using flashdraft::ops::Tensor;
+  struct Shape {
+    const char* name;
+    int64_t out, in;
+    bool f32;
+  };
+  const Shape shapes[] = {{"qkv", 6144, 4096, false},  {"o", 4096, 4096, false},         {"gate_up", 24576, 4096, false},
+                          {"down", 4096, 12288, false}, {"lm_head", 151936, 4096, true}, {"drafter fc", 4096, 20480, false}};
+  flashdraft::ops::cuda::CublasLtMatmul lt(64u << 20);
+  cudaStream_t stream = nullptr;
+  flashdraft::ops::cuda::check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  const auto lt_sync = [&] { flashdraft::ops::cuda::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"); };
+  std::printf("\n| GEMM (out x in) | rows | ours us | GB/s | %% of copy | TFLOP/s | cuBLASLt us | GB/s | %% of copy | TFLOP/s |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (const Shape& sh : shapes) {
+    const double wbytes = 2.0 * static_cast<double>(sh.out * sh.in);
+    const int copies = static_cast<int>(std::max(1.0, std::ceil(256e6 / wbytes)));
+    std::vector<flashdraft::ops::OwnedTensor> ws;
+    for (int c = 0; c < copies; ++c) {
+      ws.push_back(be.alloc_tensor(DType::BF16, sh.out, sh.in));
+      be.fill_uniform(ws.back().t, 100 + c, -0.03f, 0.03f);
+    }
+    for (int64_t m : {int64_t{1}, int64_t{16}, int64_t{2048}}) {
+      if (m == 2048 && sh.f32) continue;  // the head never sees a prefill chunk
+      const auto x = be.alloc_tensor(DType::BF16, m, sh.in);
+      const auto y = be.alloc_tensor(sh.f32 ? DType::F32 : DType::BF16, m, sh.out);
+      be.fill_uniform(x.t, 7, -1.0f, 1.0f);
+      const Tensor& X = x.t;
+      const Tensor& Y = y.t;
+      const double ours = median_time_on([&] { be.synchronize(); }, reps,
+                                         [&](int i) { be.matmul(X, ws[i % copies].t, nullptr, Y); });
+      be.synchronize();
+      const double peer =
+          median_time_on(lt_sync, reps, [&](int i) { lt.run(X, ws[i % copies].t, nullptr, Y, stream); });
+      const double bytes = wbytes + 2.0 * m * sh.in + (sh.f32 ? 4.0 : 2.0) * m * sh.out;
+      const double flops = 2.0 * m * sh.in * sh.out;
+      std::printf("| %s (%lldx%lld) | %lld | %.1f | %.0f | %.0f%% | %.1f | %.1f | %.0f | %.0f%% | %.1f |\n", sh.name,
+                  static_cast<long long>(sh.out), static_cast<long long>(sh.in), static_cast<long long>(m), ours * 1e6,
+                  bytes / ours / 1e9, 100.0 * bytes / ours / copy_bw, flops / ours / 1e12, peer * 1e6,
+                  bytes / peer / 1e9, 100.0 * bytes / peer / copy_bw, flops / peer / 1e12);
+      std::fflush(stdout);
+    }
+  }
+  cudaStreamDestroy(stream);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string filter;
   int reps = 25;
+  bool gemm_only = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--filter") && i + 1 < argc) {
       filter = argv[++i];
     } else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) {
       reps = std::max(20, std::atoi(argv[++i]));
+    } else if (!std::strcmp(argv[i], "--gemm")) {
+      gemm_only = true;
     } else {
-      std::fprintf(stderr, "usage: %s [--filter SUBSTR] [--reps N (>= 20)]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--filter SUBSTR] [--reps N (>= 20)] [--gemm]\n", argv[0]);
       return 2;
     }
   }
@@ -91,6 +165,10 @@ int main(int argc, char** argv) {
     const double copy_bw = copy_bandwidth(*be, reps);
     std::printf("%s; device-to-device copy: %.0f GB/s (read + write); median of %d samples\n\n", be->describe().c_str(),
                 copy_bw / 1e9, reps);
+    if (gemm_only) {
+      gemm_table(*be, copy_bw, reps);
+      return 0;
+    }
     std::printf("| case | us | GB/s | %% of copy | TFLOP/s |\n|---|---:|---:|---:|---:|\n");
     for (const t::OpCase& c : t::op_cases(be->activation_dtype())) {
       if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
@@ -106,6 +184,7 @@ int main(int argc, char** argv) {
       std::printf("| %s | %.1f | %.0f | %s | %s |\n", c.name.c_str(), s * 1e6, tr.bytes / s / 1e9, pct, tflops);
       std::fflush(stdout);
     }
+    if (filter.empty()) gemm_table(*be, copy_bw, reps);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_backend_ops: %s\n", e.what());
     return 1;

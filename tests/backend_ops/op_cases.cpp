@@ -263,6 +263,15 @@ std::vector<OpCase> op_cases(DType dtype) {
   // Logits: f32 out, decode and verify only (the lm head never sees a prefill chunk).
   matmul(1, {4096, 151936}, false, false, true);
   matmul(16, {4096, 151936}, false, false, true);
+  // The GEMM's edges (src/ops/cuda/matmul.cpp): rows just past a tile (17,
+  // 33), odd weight rows, in not a multiple of the 64-wide k tile, a split
+  // over K with strided rows, f32 logits with a bias, the shipped models' down.
+  matmul(5, {392, 1001}, true, true, false);
+  matmul(17, {4104, 517}, false, false, false);
+  matmul(33, {1032, 4096}, true, false, false);
+  matmul(100, {4096, 4096}, false, true, false);
+  matmul(7, {384, 8192}, true, false, true);
+  matmul(3, {1024, 384}, false, false, false);
 
   // ---- rmsnorm / add_rmsnorm
   auto rmsnorm = [&](int64_t n, int64_t dim, bool strided, bool in_place, bool f32 = false) {

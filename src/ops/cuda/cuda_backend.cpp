@@ -12,13 +12,12 @@
 #include "ops/cuda/checks.h"
 #include "ops/cuda/device.h"
 #include "ops/cuda/kernels.h"
-#include "ops/cuda/matmul_cublaslt.h"
+#include "ops/cuda/matmul.h"
 #include "ops/cuda/paged_attention.h"
 
 namespace flashdraft::ops::cuda {
 namespace {
 
-constexpr size_t kLtWorkspaceBytes = 64u << 20;
 // Two pinned staging buffers: the host converts one chunk while the other is
 // in flight, so uploading GBs of weights streams at conversion speed.
 constexpr size_t kStagingBytes = 16u << 20;
@@ -141,7 +140,7 @@ class CudaBackend final : public Backend {
     check(cudaGetDeviceProperties(&prop, index), "cudaGetDeviceProperties");
     name_ = prop.name;
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-    matmul_ = std::make_unique<CublasLtMatmul>(kLtWorkspaceBytes);
+    matmul_ = std::make_unique<Matmul>();
   }
 
   ~CudaBackend() override {
@@ -325,7 +324,7 @@ class CudaBackend final : public Backend {
   int index_;
   std::string name_;
   cudaStream_t stream_ = nullptr;
-  std::unique_ptr<CublasLtMatmul> matmul_;
+  std::unique_ptr<Matmul> matmul_;
   AttentionWorkspace attention_workspace_;
   Staging staging_[2];
 };

@@ -1,0 +1,393 @@
+// The tiled GEMM kernel (one template, four tile shapes): cp.async pipelines
+// x and w tiles into shared memory, each warp reads its fragments with
+// 16-byte loads and chains mma_block32 (gemm_invariant.cuh). For a few rows
+// (Rows16) the same kernel is a weight streamer: 128 weight rows per block,
+// 3 tiles in flight, split over slices of K (one cluster of blocks per output
+// tile) when the weight has too few rows to fill the GPU.
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+
+#include <cooperative_groups.h>
+
+#include "ops/cuda/device.h"
+#include "ops/cuda/gemm_invariant.cuh"
+#include "ops/cuda/gemm_tiles.h"
+
+namespace flashdraft::ops::cuda {
+namespace {
+
+namespace cg = cooperative_groups;
+using gemm::kBlockK;
+using gemm::kTileK;
+using bf16 = __nv_bfloat16;
+
+// Build-time knobs for tuning runs (bench/gemm_proto.sh); the defaults are the tuned values.
+#ifndef FD_GEMM_STAGES
+#define FD_GEMM_STAGES 4
+#endif
+#ifndef FD_GEMM_R128_WN
+#define FD_GEMM_R128_WN 4
+#endif
+#ifndef FD_GEMM_R128_STAGES
+#define FD_GEMM_R128_STAGES 3
+#endif
+#ifndef FD_GEMM_PDL
+#define FD_GEMM_PDL 1
+#endif
+#ifndef FD_GEMM_L2_PREFETCH
+#define FD_GEMM_L2_PREFETCH ".L2::256B"
+#endif
+
+// BM x BN output tile per block, WM x WN warps, STAGES tiles of K in flight.
+template <int BM_, int BN_, int WM_, int WN_, int STAGES_>
+struct Shape {
+  static constexpr int BM = BM_, BN = BN_, WM = WM_, WN = WN_, STAGES = STAGES_;
+  static constexpr int kThreads = WM * WN * 32;
+  static constexpr int kWarpRows = BM / WM, kWarpCols = BN / WN;
+  static constexpr int MT = kWarpRows / 16, NT = kWarpCols / 8;  // mma tiles per warp
+  // A stage: x tile then w tile, each as two planes (the tile's two chain
+  // blocks) of rows x 64 bytes, so the 8 rows a warp reads at once are 512
+  // contiguous bytes (no bank conflicts without swizzling).
+  static constexpr int kXBytes = BM * kTileK * 2, kStageBytes = (BM + BN) * kTileK * 2;
+  static constexpr int kSmemBytes = STAGES * kStageBytes;
+  // Folded mode keeps each thread's running total in shared memory (words
+  // [element][thread], conflict-free) rather than in a second set of registers.
+  static constexpr int kTotalBytes = kThreads * MT * NT * 4 * 4;
+  // Split mode's partial tile, in the stages' memory once the pipeline is done.
+  static constexpr int kPartialLd = BN + 4;
+  static_assert(BM * kPartialLd * 4 <= kSmemBytes, "the partial tile must fit the pipeline's memory");
+  static_assert(MT >= 1 && NT >= 1 && kWarpRows % 16 == 0 && kWarpCols % 8 == 0, "bad warp tile");
+};
+
+template <GemmTile>
+struct ShapeOf;
+template <>
+struct ShapeOf<GemmTile::Rows16> : Shape<16, 128, 1, 8, FD_GEMM_STAGES> {};
+template <>
+struct ShapeOf<GemmTile::Rows32> : Shape<32, 128, 1, 8, 3> {};
+template <>
+struct ShapeOf<GemmTile::Rows64> : Shape<64, 128, 2, 4, 3> {};
+template <>
+struct ShapeOf<GemmTile::Rows128> : Shape<128, 128, 2, FD_GEMM_R128_WN, FD_GEMM_R128_STAGES> {};
+
+// How a block covers K: all of it as one slice, all slices folded in turn,
+// or one slice (blockIdx.y) as a member of a cluster that folds together.
+enum class Mode : uint8_t { Whole, Folded, Split };
+// Split mode's cluster holds every slice of a tile: at most 8 (portable size).
+constexpr int kMaxSlices = 8;
+
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, int src_bytes) {
+  // .cg: weights stream through L2 only; src_bytes 0 zero-fills (padding).
+  asm volatile("cp.async.cg.shared.global" FD_GEMM_L2_PREFETCH " [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// Rows [0, ROWS) x k's [k0, k0 + 64) of `src` (row stride ld) into one
+// operand's two planes at `dst`; rows past `rows` and k's past K are zeros.
+template <int ROWS, int THREADS>
+__device__ __forceinline__ void load_rows(uint32_t dst, const bf16* src, int64_t ld, int rows, int k0, int K, int tid) {
+  constexpr int kChunks = ROWS * (kTileK / 8);
+#pragma unroll
+  for (int j = 0; j < (kChunks + THREADS - 1) / THREADS; ++j) {
+    const int i = tid + j * THREADS;
+    if (kChunks % THREADS != 0 && i >= kChunks) break;
+    const int r = i >> 3, c = i & 7, k = k0 + c * 8;
+    const bool ok = r < rows && k < K;
+    const uint32_t at = dst + static_cast<uint32_t>((((c >> 2) * ROWS + r) * 4 + (c & 3)) * 16);
+    cp_async16(at, ok ? src + r * ld + k : src, ok ? 16 : 0);
+  }
+}
+
+// Block index -> output tile, m fastest within groups of 16 row tiles, so
+// that blocks running together share weight tiles (and x stays in L2).
+__device__ __forceinline__ void tile_of(int id, int m_tiles, int n_tiles, int& mt, int& nt) {
+  constexpr int G = 16;
+  const int per_group = G * n_tiles, group = id / per_group, first = group * G;
+  const int size = min(m_tiles - first, G), in = id - group * per_group;
+  mt = first + in % size;
+  nt = in / size;
+}
+
+template <class S, class Y, Mode MODE>
+__global__ void __launch_bounds__(S::kThreads) gemm_kernel(const GemmArgs a) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, q = lane & 3;
+  const int wm = warp / S::WN, wn = warp % S::WN;
+  const int M = a.m, N = a.n, K = a.k;
+  int mt, nt;
+  tile_of(blockIdx.x, (M + S::BM - 1) / S::BM, (N + S::BN - 1) / S::BN, mt, nt);
+  const int m0 = mt * S::BM, n0 = nt * S::BN;
+
+  const int k_tiles = (K + kTileK - 1) / kTileK, per_slice = a.slice / kTileK;
+  int kt0 = 0, kt1 = k_tiles;
+  if constexpr (MODE == Mode::Split) {
+    kt0 = blockIdx.y * per_slice;
+    kt1 = min(kt0 + per_slice, k_tiles);
+  }
+
+  const bf16* x = static_cast<const bf16*>(a.x) + m0 * a.ldx;
+  const bf16* w = static_cast<const bf16*>(a.w) + n0 * a.ldw;
+  const int x_rows = min(S::BM, M - m0), w_rows = min(S::BN, N - n0);
+  const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  const auto load_x = [&](int stage, int kt) {
+    load_rows<S::BM, S::kThreads>(base + stage * S::kStageBytes, x, a.ldx, x_rows, kt * kTileK, K, tid);
+  };
+  const auto load_w = [&](int stage, int kt) {
+    load_rows<S::BN, S::kThreads>(base + stage * S::kStageBytes + S::kXBytes, w, a.ldw, w_rows, kt * kTileK, K, tid);
+  };
+
+  float acc[S::MT][S::NT][4];
+#pragma unroll
+  for (int i = 0; i < S::MT; ++i)
+#pragma unroll
+    for (int j = 0; j < S::NT; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+  float* total = reinterpret_cast<float*>(smem + S::kSmemBytes) + tid;  // Folded mode only
+  const auto total_at = [&](int i, int j, int e) -> float& { return total[((i * S::NT + j) * 4 + e) * S::kThreads]; };
+
+  // The weight does not depend on the kernel before this one: its first
+  // tiles are requested before waiting for that kernel (programmatic
+  // dependent launch; a no-op without it), x's only after. Groups: one per
+  // weight tile, then one with all prologue x tiles, then one per loop step.
+#pragma unroll
+  for (int s = 0; s < S::STAGES - 1; ++s) {
+    if (kt0 + s < kt1) load_w(s, kt0 + s);
+    cp_async_commit();
+  }
+#if FD_GEMM_PDL
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+#pragma unroll
+  for (int s = 0; s < S::STAGES - 1; ++s)
+    if (kt0 + s < kt1) load_x(s, kt0 + s);
+  cp_async_commit();
+  bool first_slice = true;
+  for (int kt = kt0; kt < kt1; ++kt) {
+    const int i = kt - kt0;
+    if (i == 0)
+      cp_async_wait<0>();  // the prologue's x group came last
+    else
+      cp_async_wait<S::STAGES - 2>();
+    __syncthreads();  // tile kt landed for everyone; stage (i - 1) is free again
+    if (kt + S::STAGES - 1 < kt1) {
+      load_x((i + S::STAGES - 1) % S::STAGES, kt + S::STAGES - 1);
+      load_w((i + S::STAGES - 1) % S::STAGES, kt + S::STAGES - 1);
+    }
+    cp_async_commit();
+
+    const unsigned char* sx = smem + (i % S::STAGES) * S::kStageBytes;
+    const unsigned char* sw = sx + S::kXBytes;
+#pragma unroll
+    for (int b = 0; b < kTileK / kBlockK; ++b) {
+      if (kt * kTileK + b * kBlockK >= K) break;  // blocks past K are not in the chain
+      uint4 a_lo[S::MT], a_hi[S::MT], bw[S::NT];
+#pragma unroll
+      for (int i2 = 0; i2 < S::MT; ++i2) {
+        const int r = wm * S::kWarpRows + i2 * 16 + g;
+        a_lo[i2] = *reinterpret_cast<const uint4*>(sx + ((b * S::BM + r) * 4 + q) * 16);
+        a_hi[i2] = *reinterpret_cast<const uint4*>(sx + ((b * S::BM + r + 8) * 4 + q) * 16);
+      }
+#pragma unroll
+      for (int j = 0; j < S::NT; ++j) {
+        const int c = wn * S::kWarpCols + j * 8 + g;
+        bw[j] = *reinterpret_cast<const uint4*>(sw + ((b * S::BN + c) * 4 + q) * 16);
+      }
+#pragma unroll
+      for (int i2 = 0; i2 < S::MT; ++i2)
+#pragma unroll
+        for (int j = 0; j < S::NT; ++j) gemm::mma_block32(acc[i2][j], a_lo[i2], a_hi[i2], bw[j]);
+    }
+
+    if constexpr (MODE == Mode::Folded) {
+      if ((kt + 1) % per_slice == 0 || kt + 1 == kt1) {  // a slice ends: fold it, restart from +0
+#pragma unroll
+        for (int i2 = 0; i2 < S::MT; ++i2)
+#pragma unroll
+          for (int j = 0; j < S::NT; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              float& t = total_at(i2, j, e);
+              t = first_slice ? acc[i2][j][e] : gemm::fold(t, acc[i2][j][e]);
+              acc[i2][j][e] = 0.f;
+            }
+        first_slice = false;
+      }
+    }
+  }
+
+  // Element (i2, j, e) of this thread's fragments sits at row m, column n.
+  const auto row_of = [&](int i2, int e) { return m0 + wm * S::kWarpRows + i2 * 16 + g + (e >> 1) * 8; };
+  const auto col_of = [&](int j, int e) { return n0 + wn * S::kWarpCols + j * 8 + 2 * q + (e & 1); };
+  Y* y = static_cast<Y*>(a.y);
+
+  if constexpr (MODE != Mode::Split) {
+#pragma unroll
+    for (int i2 = 0; i2 < S::MT; ++i2)
+#pragma unroll
+      for (int j = 0; j < S::NT; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int m = row_of(i2, e), n = col_of(j, e);
+          if (m < M && n < N) {
+            const float v = MODE == Mode::Folded ? total_at(i2, j, e) : acc[i2][j][e];
+            y[m * a.ldy + n] = gemm::finish<Y>(v, a.bias, a.bias_f32, n);
+          }
+        }
+  } else {
+    // The tile's slices are one cluster (rank = slice). Each block leaves its
+    // partial in its own shared memory, then folds a share of the tile's
+    // columns by reading every block's partial in slice order: the order
+    // never depends on which block finished first.
+    cg::cluster_group cluster = cg::this_cluster();
+    cp_async_wait<0>();
+    __syncthreads();  // the pipeline's stages are free: the partial goes there
+    float* mine = reinterpret_cast<float*>(smem);
+#pragma unroll
+    for (int i2 = 0; i2 < S::MT; ++i2)
+#pragma unroll
+      for (int j = 0; j < S::NT; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          mine[(row_of(i2, e) - m0) * S::kPartialLd + col_of(j, e) - n0] = acc[i2][j][e];
+    cluster.sync();
+    const int slices = gridDim.y;
+    const float* from[kMaxSlices];
+#pragma unroll
+    for (int u = 0; u < kMaxSlices; ++u) from[u] = cluster.map_shared_rank(mine, u < slices ? u : 0);
+    const int share = (S::BN + slices - 1) / slices, c0 = blockIdx.y * share;
+    const int width = max(0, min(min(share, S::BN - c0), N - n0 - c0)), count = x_rows * width;
+    for (int e = tid; e < count; e += S::kThreads) {
+      const int r = e / width, c = c0 + e % width, at = r * S::kPartialLd + c;
+      float t[kMaxSlices];
+#pragma unroll
+      for (int u = 0; u < kMaxSlices; ++u) t[u] = u < slices ? from[u][at] : 0.f;
+      float v = t[0];
+#pragma unroll
+      for (int u = 1; u < kMaxSlices; ++u)
+        if (u < slices) v = gemm::fold(v, t[u]);
+      y[(m0 + r) * a.ldy + n0 + c] = gemm::finish<Y>(v, a.bias, a.bias_f32, n0 + c);
+    }
+    cluster.sync();  // no block leaves while another may still read its partial
+  }
+}
+
+// The kernel's dynamic shared memory, opted in once per device (more than 48 KB needs it).
+template <class S, class Y, Mode MODE>
+int configure() {
+  const int smem = S::kSmemBytes + (MODE == Mode::Folded ? S::kTotalBytes : 0);
+  static std::atomic<uint64_t> configured{0};
+  int device = 0;
+  check(cudaGetDevice(&device), "gemm: cudaGetDevice");
+  const uint64_t bit = uint64_t{1} << (device & 63);
+  if (!(configured.load() & bit)) {
+    check(cudaFuncSetAttribute(gemm_kernel<S, Y, MODE>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
+          "gemm: cudaFuncSetAttribute");
+    configured.fetch_or(bit);
+  }
+  return smem;
+}
+
+template <class S, class Y, Mode MODE>
+void launch_mode(const GemmArgs& a, int slices, cudaStream_t stream) {
+  auto* kernel = gemm_kernel<S, Y, MODE>;
+  const int smem = configure<S, Y, MODE>();
+  const int64_t tiles = ((a.m + S::BM - 1) / S::BM) * static_cast<int64_t>((a.n + S::BN - 1) / S::BN);
+  const dim3 grid(static_cast<unsigned>(tiles), MODE == Mode::Split ? static_cast<unsigned>(slices) : 1u);
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = dim3(S::kThreads);
+  config.dynamicSmemBytes = static_cast<size_t>(smem);
+  config.stream = stream;
+  cudaLaunchAttribute attrs[2]{};
+  attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attrs[0].val.programmaticStreamSerializationAllowed = FD_GEMM_PDL;
+  attrs[1].id = cudaLaunchAttributeClusterDimension;
+  attrs[1].val.clusterDim.x = 1;
+  attrs[1].val.clusterDim.y = MODE == Mode::Split ? static_cast<unsigned>(slices) : 1u;
+  attrs[1].val.clusterDim.z = 1;
+  config.attrs = attrs;
+  config.numAttrs = MODE == Mode::Split ? 2 : 1;
+  check(cudaLaunchKernelEx(&config, kernel, a), "gemm kernel launch");
+}
+
+template <class S, class Y>
+void launch_shape(const GemmArgs& a, cudaStream_t stream) {
+  const int slices = (a.k + a.slice - 1) / a.slice;
+  if (a.split && slices > 1 && slices <= kMaxSlices)
+    launch_mode<S, Y, Mode::Split>(a, slices, stream);
+  else if (slices > 1)
+    launch_mode<S, Y, Mode::Folded>(a, slices, stream);
+  else
+    launch_mode<S, Y, Mode::Whole>(a, slices, stream);
+}
+
+template <GemmTile T>
+void launch_tile(const GemmArgs& a, cudaStream_t stream) {
+  if (a.y_f32)
+    launch_shape<ShapeOf<T>, float>(a, stream);
+  else
+    launch_shape<ShapeOf<T>, bf16>(a, stream);
+}
+
+}  // namespace
+
+int gemm_split_capacity(int slices) {
+  using S = ShapeOf<GemmTile::Rows16>;
+  static std::atomic<int> cache[64][kMaxSlices + 1] = {};
+  int device = 0;
+  check(cudaGetDevice(&device), "gemm: cudaGetDevice");
+  std::atomic<int>& known = cache[device & 63][std::clamp(slices, 1, kMaxSlices)];
+  if (int v = known.load()) return v;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(1, static_cast<unsigned>(slices));
+  config.blockDim = dim3(S::kThreads);
+  config.dynamicSmemBytes = static_cast<size_t>(configure<S, bf16, Mode::Split>());
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = 1;
+  attr.val.clusterDim.y = static_cast<unsigned>(slices);
+  attr.val.clusterDim.z = 1;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  int clusters = 0;
+  check(cudaOccupancyMaxActiveClusters(&clusters, gemm_kernel<S, bf16, Mode::Split>, &config),
+        "gemm: cudaOccupancyMaxActiveClusters");
+  known.store(std::max(clusters, 1));
+  return std::max(clusters, 1);
+}
+
+int gemm_slice(int64_t n, int64_t k, int sms) {
+  const int64_t tiles = (n + 127) / 128;  // Rows16 blocks without a split
+  const int64_t most = std::min<int64_t>(kMaxSlices, std::max<int64_t>(1, k / 256));
+  // Double the slices while a 16-row call has under ~1.5 blocks per
+  // multiprocessor, as long as all its clusters fit on the GPU at once (a
+  // second wave of clusters would double the time).
+  int64_t slices = 1;
+  while (slices * 2 <= most && tiles * slices * 2 < 3 * static_cast<int64_t>(sms) &&
+         tiles <= gemm_split_capacity(static_cast<int>(slices * 2)))
+    slices *= 2;
+  const int64_t per = (k + slices - 1) / slices;
+  const int64_t slice = std::max<int64_t>(256, (per + kTileK - 1) / kTileK * kTileK);
+  return static_cast<int>(std::min<int64_t>(slice, (k + kTileK - 1) / kTileK * kTileK));
+}
+
+void launch_gemm(GemmTile tile, const GemmArgs& a, cudaStream_t stream) {
+  switch (tile) {
+    case GemmTile::Rows16: return launch_tile<GemmTile::Rows16>(a, stream);
+    case GemmTile::Rows32: return launch_tile<GemmTile::Rows32>(a, stream);
+    case GemmTile::Rows64: return launch_tile<GemmTile::Rows64>(a, stream);
+    case GemmTile::Rows128: return launch_tile<GemmTile::Rows128>(a, stream);
+  }
+}
+
+}  // namespace flashdraft::ops::cuda

@@ -1,0 +1,46 @@
+#pragma once
+// The GEMM kernel family behind the CUDA backend's matmul: y = x · w^T (+ bias),
+// x [m, k] bf16, w [n, k] bf16, y [m, n] bf16 or f32. Every tile shape and
+// both split modes compute each element by the rule of gemm_invariant.cuh, so
+// which one runs (a choice made per call from m) never changes a bit.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace flashdraft::ops::cuda {
+
+// Output tile (rows x cols) per block: Rows16 streams the weight for decode
+// and verify rows, the larger ones trade weight re-reads for tensor-core reuse.
+enum class GemmTile : uint8_t { Rows16, Rows32, Rows64, Rows128 };
+constexpr int gemm_tile_rows(GemmTile t) {
+  return t == GemmTile::Rows16 ? 16 : t == GemmTile::Rows32 ? 32 : t == GemmTile::Rows64 ? 64 : 128;
+}
+constexpr int gemm_tile_cols(GemmTile) { return 128; }
+
+struct GemmArgs {
+  const void* x = nullptr;     // bf16, rows 16-byte aligned (ldx % 8 == 0, k % 8 == 0)
+  const void* w = nullptr;     // bf16, likewise
+  const void* bias = nullptr;  // [n] f32 or bf16, optional
+  void* y = nullptr;           // f32 or bf16, any ld
+  int64_t ldx = 0, ldw = 0, ldy = 0;
+  int m = 0, n = 0, k = 0;
+  int slice = 0;  // k's per slice: gemm_slice(n, k, ...), a multiple of 64
+  bool y_f32 = false, bias_f32 = false;
+  // Split mode: each block computes one slice, the blocks of an output tile
+  // form a cluster and fold their partials in slice order (at most 8 slices).
+  // Without it each block walks all slices itself.
+  bool split = false;
+};
+
+// The slice length for a weight of n rows and k columns on a device with
+// `sms` multiprocessors: enough slices (up to 8) that a 16-row call in split
+// mode keeps every multiprocessor busy, none shorter than 256. Depends on the
+// weight's shape only: that is what keeps rows of any batch bit-identical.
+int gemm_slice(int64_t n, int64_t k, int sms);
+// How many split-mode clusters of `slices` Rows16 blocks fit on the current device at once.
+int gemm_split_capacity(int slices);
+
+// Enqueues one GEMM on `stream` (arguments already checked by the caller).
+void launch_gemm(GemmTile tile, const GemmArgs& args, cudaStream_t stream);
+
+}  // namespace flashdraft::ops::cuda

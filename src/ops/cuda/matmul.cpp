@@ -1,0 +1,92 @@
+#include "ops/cuda/matmul.h"
+
+#include <climits>
+#include <cstdint>
+#include <string>
+
+#include "ops/cuda/checks.h"
+#include "ops/cuda/device.h"
+
+namespace flashdraft::ops::cuda {
+namespace {
+
+// Bytes from a view's first element to one past its last.
+size_t span_bytes(const Tensor& t) {
+  if (t.empty()) return 0;
+  return static_cast<size_t>((t.rows - 1) * t.ld + t.cols) * dtype_size(t.dtype);
+}
+
+bool overlaps(const Tensor& a, const Tensor& b) {
+  const auto* a0 = static_cast<const char*>(a.data);
+  const auto* b0 = static_cast<const char*>(b.data);
+  return a0 < b0 + span_bytes(b) && b0 < a0 + span_bytes(a);
+}
+
+// The kernels load x and w in 16-byte pieces: every row must start on a
+// 16-byte boundary and hold whole pieces.
+void expect_rows_16b(const Tensor& t, const char* name) {
+  const bool ok = reinterpret_cast<uintptr_t>(t.data) % 16 == 0 && t.cols % 8 == 0 && (t.rows <= 1 || t.ld % 8 == 0);
+  if (!ok)
+    fail("matmul", std::string(name) + " is " + describe(t) +
+                       ": the bf16 GEMM needs rows of a multiple of 8 elements starting on 16-byte boundaries "
+                       "(in % 8 == 0, ld % 8 == 0, 16-byte aligned data)");
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+Matmul::Matmul() {
+  int device = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  check(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+}
+
+Matmul::Choice Matmul::choose(int64_t m, int64_t n, int64_t k) const {
+  Choice c;
+  c.tile = m <= 16 ? GemmTile::Rows16 : m <= 32 ? GemmTile::Rows32 : m <= 64 ? GemmTile::Rows64 : GemmTile::Rows128;
+  const int64_t tiles = ceil_div(m, gemm_tile_rows(c.tile)) * ceil_div(n, gemm_tile_cols(c.tile));
+  // Too few tiles to give every multiprocessor ~1.5 blocks: one block per slice.
+  c.split = 2 * tiles < 3 * static_cast<int64_t>(sms_) && ceil_div(k, slice(n, k)) > 1;
+  return c;
+}
+
+void Matmul::run(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y, cudaStream_t stream,
+                 const Choice* force) {
+  expect_tensor(x, DType::BF16, "matmul", "x");
+  expect_tensor(w, DType::BF16, "matmul", "w");
+  expect_tensor(y, DType::BF16, DType::F32, "matmul", "y");
+  expect_shape(y, x.rows, w.rows, "matmul", "y");
+  if (w.cols != x.cols) fail("matmul", "x is " + describe(x) + " but w is " + describe(w) + " (in must match)");
+  if (bias) {
+    expect_tensor(*bias, DType::BF16, DType::F32, "matmul", "bias");
+    expect_shape(*bias, 1, w.rows, "matmul", "bias");
+  }
+  if (y.empty()) return;
+  if (x.cols == 0) fail("matmul", "in = 0 (nothing to multiply)");
+  if (overlaps(x, y) || overlaps(w, y)) fail("matmul", "y must not alias x or w");
+  if (x.rows > INT_MAX || w.rows > INT_MAX || x.cols > INT_MAX)
+    fail("matmul", "x " + describe(x) + " or w " + describe(w) + " is too large (dimensions up to 2^31 - 1)");
+  expect_rows_16b(x, "x");
+  expect_rows_16b(w, "w");
+
+  GemmArgs a;
+  a.x = x.data;
+  a.w = w.data;
+  a.bias = bias ? bias->data : nullptr;
+  a.y = y.data;
+  a.ldx = row_pitch(x);
+  a.ldw = row_pitch(w);
+  a.ldy = row_pitch(y);
+  a.m = static_cast<int>(x.rows);
+  a.n = static_cast<int>(w.rows);
+  a.k = static_cast<int>(x.cols);
+  a.slice = slice(a.n, a.k);
+  a.y_f32 = y.dtype == DType::F32;
+  a.bias_f32 = bias && bias->dtype == DType::F32;
+  const Choice c = force ? *force : choose(a.m, a.n, a.k);
+  a.split = c.split;
+  launch_gemm(c.tile, a, stream);
+}
+
+}  // namespace flashdraft::ops::cuda

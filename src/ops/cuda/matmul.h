@@ -1,0 +1,40 @@
+#pragma once
+// The CUDA backend's matmul: y = x · w^T (+ bias) through the batch-invariant
+// GEMM kernels (gemm_tiles.h). Picks a tile shape and split mode per call from
+// the row count; the slice length (the only arithmetic choice) comes from the
+// weight's shape alone, so a row's result never depends on the batch.
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ops/backend.h"
+#include "ops/cuda/gemm_tiles.h"
+
+namespace flashdraft::ops::cuda {
+
+class Matmul {
+ public:
+  // For the current device.
+  Matmul();
+
+  struct Choice {
+    GemmTile tile = GemmTile::Rows16;
+    bool split = false;  // one block per slice, a cluster per output tile
+  };
+  // What run() uses for m rows of a [n, k] weight.
+  Choice choose(int64_t m, int64_t n, int64_t k) const;
+  int slice(int64_t n, int64_t k) const { return gemm_slice(n, k, sms_); }
+
+  // x [m, k] bf16, w [n, k] bf16, bias [1, n] (bf16 or f32, optional), y [m, n]
+  // bf16 or f32. x's and w's rows must be 16-byte aligned (k, ld multiples of
+  // 8); y any stride. Enqueued on `stream`. `force` (tests, benches)
+  // overrides the choice.
+  void run(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y, cudaStream_t stream,
+           const Choice* force = nullptr);
+
+ private:
+  int sms_ = 0;
+};
+
+}  // namespace flashdraft::ops::cuda
