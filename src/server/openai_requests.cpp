@@ -200,9 +200,36 @@ ToolChoice read_tool_choice(const RequestFields& f, bool has_tools) {
   f.fail("tool_choice", "expected \"none\", \"auto\", \"required\" or an object, got " + json_excerpt(*choice));
 }
 
+// Deepest nesting of arrays and objects in JSON text (strings skipped).
+// Checked before parsing: copying or printing a value recurses once per
+// level, and a request must not be able to exhaust the stack.
+size_t nesting_depth(const std::string& text) {
+  size_t depth = 0, deepest = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+constexpr size_t kMaxNesting = 64;
+
 }  // namespace
 
 Json parse_body(const std::string& body) {
+  if (nesting_depth(body) > kMaxNesting) {
+    throw ApiError(400, fmt::format("the request body nests arrays and objects more than {} deep", kMaxNesting));
+  }
   Json j = Json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) throw ApiError(400, "the request body is not valid JSON");
   if (!j.is_object()) throw ApiError(400, "the request body must be a JSON object, got " + json_excerpt(j));

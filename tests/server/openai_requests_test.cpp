@@ -123,6 +123,14 @@ TEST(RequestBody, MalformedJsonIs400) {
   EXPECT_EQ(chat_error("").status(), 400);
 }
 
+TEST(RequestBody, DeepNestingIs400NotACrash) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  EXPECT_EQ(completion_error("{\"prompt\": " + deep + "}").status(), 400);
+  // Brackets inside strings are text, not nesting.
+  EXPECT_NO_THROW(parse_completion_request("{\"prompt\": \"" + std::string(1000, '[') + "\"}", kVocab));
+  EXPECT_NO_THROW(parse_completion_request("{\"prompt\": \"\\\"[[[\"}", kVocab));
+}
+
 TEST(ChatRequest, ReadsMessagesToolsAndKwargs) {
   auto r = parse_chat_request(R"({
     "model":"m",

@@ -138,8 +138,9 @@ TEST(ServerErrors, FullIs503) {
 
 TEST(ServerErrors, GarbageNeverCrashes) {
   TestServer s(scripted_model());
-  for (const std::string body : {"", "null", "[]", "{\"prompt\": [[]]}", "{\"prompt\": [1e999]}", "{\"n\": 1e99}",
-                                 "{\"messages\": [{\"role\": \"user\", \"content\": [{}]}]}", "\xff\xfe"}) {
+  for (const std::string& body : std::vector<std::string>{"", "null", "[]", "{\"prompt\": [[]]}", "{\"prompt\": [1e999]}", "{\"n\": 1e99}",
+                                 "{\"messages\": [{\"role\": \"user\", \"content\": [{}]}]}", "\xff\xfe",
+                                 "{\"prompt\": " + std::string(200000, '[') + std::string(200000, ']') + "}"}) {
     for (const char* path : {"/v1/completions", "/v1/chat/completions", "/tokenize", "/detokenize"}) {
       HttpReply r = http_post(s.port, path, body);
       EXPECT_EQ(r.status, 400) << path << " " << body << " -> " << r.body;
