@@ -22,7 +22,11 @@ using gemm::kBlockK;
 using gemm::kTileK;
 using bf16 = __nv_bfloat16;
 
-// Build-time knobs for tuning runs (bench/gemm_proto.sh); the defaults are the tuned values.
+// Build-time knobs for tuning runs (bench/gemm_proto.sh); the defaults measured
+// best on an H100: Rows16's pipeline depth; Rows128's warps along n, depth, k's
+// per tile and blocks per multiprocessor; programmatic dependent launch; the
+// L2 prefetch of weight copies (256 B: each weight row's next tile is on its
+// way with the current one). None of them changes a bit of the result.
 #ifndef FD_GEMM_STAGES
 #define FD_GEMM_STAGES 4
 #endif
@@ -32,6 +36,12 @@ using bf16 = __nv_bfloat16;
 #ifndef FD_GEMM_R128_STAGES
 #define FD_GEMM_R128_STAGES 3
 #endif
+#ifndef FD_GEMM_R128_BK
+#define FD_GEMM_R128_BK 32
+#endif
+#ifndef FD_GEMM_R128_MINB
+#define FD_GEMM_R128_MINB 2
+#endif
 #ifndef FD_GEMM_PDL
 #define FD_GEMM_PDL 1
 #endif
@@ -39,24 +49,28 @@ using bf16 = __nv_bfloat16;
 #define FD_GEMM_L2_PREFETCH ".L2::256B"
 #endif
 
-// BM x BN output tile per block, WM x WN warps, STAGES tiles of K in flight.
-template <int BM_, int BN_, int WM_, int WN_, int STAGES_>
+// BM x BN output tile per block, WM x WN warps, STAGES tiles of BK k's in
+// flight (BK 32 or 64: slices, multiples of 64, are whole tiles either way),
+// MIN_BLOCKS per multiprocessor asked of the register allocator.
+template <int BM_, int BN_, int WM_, int WN_, int STAGES_, int BK_ = kTileK, int MIN_BLOCKS_ = 1>
 struct Shape {
-  static constexpr int BM = BM_, BN = BN_, WM = WM_, WN = WN_, STAGES = STAGES_;
+  static constexpr int BM = BM_, BN = BN_, WM = WM_, WN = WN_, STAGES = STAGES_, BK = BK_;
+  static constexpr int MIN_BLOCKS = MIN_BLOCKS_;
+  static_assert(BK % kBlockK == 0 && kTileK % BK == 0, "slices must be whole tiles");
   static constexpr int kThreads = WM * WN * 32;
   static constexpr int kWarpRows = BM / WM, kWarpCols = BN / WN;
   static constexpr int MT = kWarpRows / 16, NT = kWarpCols / 8;  // mma tiles per warp
   // A stage: x tile then w tile, each as two planes (the tile's two chain
   // blocks) of rows x 64 bytes, so the 8 rows a warp reads at once are 512
   // contiguous bytes (no bank conflicts without swizzling).
-  static constexpr int kXBytes = BM * kTileK * 2, kStageBytes = (BM + BN) * kTileK * 2;
+  static constexpr int kXBytes = BM * BK * 2, kStageBytes = (BM + BN) * BK * 2;
   static constexpr int kSmemBytes = STAGES * kStageBytes;
   // Folded mode keeps each thread's running total in shared memory (words
   // [element][thread], conflict-free) rather than in a second set of registers.
   static constexpr int kTotalBytes = kThreads * MT * NT * 4 * 4;
   // Split mode's partial tile, in the stages' memory once the pipeline is done.
   static constexpr int kPartialLd = BN + 4;
-  static_assert(BM * kPartialLd * 4 <= kSmemBytes, "the partial tile must fit the pipeline's memory");
+  static constexpr int kSplitSmemBytes = BM * kPartialLd * 4 > kSmemBytes ? BM * kPartialLd * 4 : kSmemBytes;
   static_assert(MT >= 1 && NT >= 1 && kWarpRows % 16 == 0 && kWarpCols % 8 == 0, "bad warp tile");
 };
 
@@ -69,7 +83,8 @@ struct ShapeOf<GemmTile::Rows32> : Shape<32, 128, 1, 8, 3> {};
 template <>
 struct ShapeOf<GemmTile::Rows64> : Shape<64, 128, 2, 4, 3> {};
 template <>
-struct ShapeOf<GemmTile::Rows128> : Shape<128, 128, 2, FD_GEMM_R128_WN, FD_GEMM_R128_STAGES> {};
+struct ShapeOf<GemmTile::Rows128>
+    : Shape<128, 128, 2, FD_GEMM_R128_WN, FD_GEMM_R128_STAGES, FD_GEMM_R128_BK, FD_GEMM_R128_MINB> {};
 
 // How a block covers K: all of it as one slice, all slices folded in turn,
 // or one slice (blockIdx.y) as a member of a cluster that folds together.
@@ -89,16 +104,16 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-// Rows [0, ROWS) x k's [k0, k0 + 64) of `src` (row stride ld) into one
-// operand's two planes at `dst`; rows past `rows` and k's past K are zeros.
-template <int ROWS, int THREADS>
+// Rows [0, ROWS) x k's [k0, k0 + BK) of `src` (row stride ld) into one
+// operand's BK / 32 planes at `dst`; rows past `rows` and k's past K are zeros.
+template <int ROWS, int THREADS, int BK>
 __device__ __forceinline__ void load_rows(uint32_t dst, const bf16* src, int64_t ld, int rows, int k0, int K, int tid) {
-  constexpr int kChunks = ROWS * (kTileK / 8);
+  constexpr int kPerRow = BK / 8, kChunks = ROWS * kPerRow;
 #pragma unroll
   for (int j = 0; j < (kChunks + THREADS - 1) / THREADS; ++j) {
     const int i = tid + j * THREADS;
     if (kChunks % THREADS != 0 && i >= kChunks) break;
-    const int r = i >> 3, c = i & 7, k = k0 + c * 8;
+    const int r = i / kPerRow, c = i % kPerRow, k = k0 + c * 8;
     const bool ok = r < rows && k < K;
     const uint32_t at = dst + static_cast<uint32_t>((((c >> 2) * ROWS + r) * 4 + (c & 3)) * 16);
     cp_async16(at, ok ? src + r * ld + k : src, ok ? 16 : 0);
@@ -116,7 +131,7 @@ __device__ __forceinline__ void tile_of(int id, int m_tiles, int n_tiles, int& m
 }
 
 template <class S, class Y, Mode MODE>
-__global__ void __launch_bounds__(S::kThreads) gemm_kernel(const GemmArgs a) {
+__global__ void __launch_bounds__(S::kThreads, S::MIN_BLOCKS) gemm_kernel(const GemmArgs a) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, q = lane & 3;
@@ -126,7 +141,7 @@ __global__ void __launch_bounds__(S::kThreads) gemm_kernel(const GemmArgs a) {
   tile_of(blockIdx.x, (M + S::BM - 1) / S::BM, (N + S::BN - 1) / S::BN, mt, nt);
   const int m0 = mt * S::BM, n0 = nt * S::BN;
 
-  const int k_tiles = (K + kTileK - 1) / kTileK, per_slice = a.slice / kTileK;
+  const int k_tiles = (K + S::BK - 1) / S::BK, per_slice = a.slice / S::BK;
   int kt0 = 0, kt1 = k_tiles;
   if constexpr (MODE == Mode::Split) {
     kt0 = blockIdx.y * per_slice;
@@ -138,10 +153,11 @@ __global__ void __launch_bounds__(S::kThreads) gemm_kernel(const GemmArgs a) {
   const int x_rows = min(S::BM, M - m0), w_rows = min(S::BN, N - n0);
   const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   const auto load_x = [&](int stage, int kt) {
-    load_rows<S::BM, S::kThreads>(base + stage * S::kStageBytes, x, a.ldx, x_rows, kt * kTileK, K, tid);
+    load_rows<S::BM, S::kThreads, S::BK>(base + stage * S::kStageBytes, x, a.ldx, x_rows, kt * S::BK, K, tid);
   };
   const auto load_w = [&](int stage, int kt) {
-    load_rows<S::BN, S::kThreads>(base + stage * S::kStageBytes + S::kXBytes, w, a.ldw, w_rows, kt * kTileK, K, tid);
+    load_rows<S::BN, S::kThreads, S::BK>(base + stage * S::kStageBytes + S::kXBytes, w, a.ldw, w_rows, kt * S::BK, K,
+                                         tid);
   };
 
   float acc[S::MT][S::NT][4];
@@ -188,8 +204,8 @@ __global__ void __launch_bounds__(S::kThreads) gemm_kernel(const GemmArgs a) {
     const unsigned char* sx = smem + (i % S::STAGES) * S::kStageBytes;
     const unsigned char* sw = sx + S::kXBytes;
 #pragma unroll
-    for (int b = 0; b < kTileK / kBlockK; ++b) {
-      if (kt * kTileK + b * kBlockK >= K) break;  // blocks past K are not in the chain
+    for (int b = 0; b < S::BK / kBlockK; ++b) {
+      if (kt * S::BK + b * kBlockK >= K) break;  // blocks past K are not in the chain
       uint4 a_lo[S::MT], a_hi[S::MT], bw[S::NT];
 #pragma unroll
       for (int i2 = 0; i2 < S::MT; ++i2) {
@@ -284,7 +300,9 @@ __global__ void __launch_bounds__(S::kThreads) gemm_kernel(const GemmArgs a) {
 // The kernel's dynamic shared memory, opted in once per device (more than 48 KB needs it).
 template <class S, class Y, Mode MODE>
 int configure() {
-  const int smem = S::kSmemBytes + (MODE == Mode::Folded ? S::kTotalBytes : 0);
+  const int smem = MODE == Mode::Folded ? S::kSmemBytes + S::kTotalBytes
+                   : MODE == Mode::Split  ? S::kSplitSmemBytes
+                                          : S::kSmemBytes;
   static std::atomic<uint64_t> configured{0};
   int device = 0;
   check(cudaGetDevice(&device), "gemm: cudaGetDevice");
