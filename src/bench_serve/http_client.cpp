@@ -51,6 +51,8 @@ std::string http_error(int status, const std::string& body) {
 
 }  // namespace
 
+bool http_client_available() { return true; }
+
 HttpReply http_get(const ClientOptions& options, const std::string& route) {
   HttpReply reply;
   httplib::Client client = make_client(options);

@@ -23,6 +23,10 @@ struct HttpReply {
   std::string error;  // empty when an answer came (whatever its status)
 };
 
+// False in a build configured without cpp-httplib: the calls below then
+// only return that as their error.
+bool http_client_available();
+
 HttpReply http_get(const ClientOptions& options, const std::string& route);
 
 // POSTs `json_body` to `route` and records the SSE stream it answers with.

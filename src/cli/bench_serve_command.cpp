@@ -10,6 +10,7 @@
 #include "bench_serve/base_url.h"
 #include "bench_serve/bench_config.h"
 #include "bench_serve/datasets.h"
+#include "bench_serve/http_client.h"
 #include "bench_serve/load_runner.h"
 #include "bench_serve/progress_bar.h"
 #include "bench_serve/run_report.h"
@@ -152,6 +153,9 @@ CLI::App* add_bench_serve_command(CLI::App& app, BenchServeOptions& o) {
 }
 
 void run_bench_serve(const BenchServeOptions& options) {
+  if (!bs::http_client_available())
+    throw Error("this build has no HTTP client: cpp-httplib was not found when it was configured "
+                "(apt-get install libcpp-httplib-dev, then rebuild)");
   bs::BenchConfig config = make_config(options);
   config.model = bs::probe_server(config.client, options.model);
   fmt::print(stderr, "bench serve: {} requests ({}) to {}, model {}\n", config.prompts.size(), config.dataset,
