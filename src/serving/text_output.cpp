@@ -8,7 +8,7 @@ TextOutput::TextOutput(const tokenizer::Tokenizer& tokenizer, std::vector<std::s
       matcher_(std::move(stop_strings)),
       vocab_size_(tokenizer.vocab_size()) {}
 
-TextOutput::Delta TextOutput::emit(engine::StopStringMatcher::Step step) {
+TextOutput::Delta TextOutput::emit(StopStringMatcher::Step step) {
   text_ += step.emit;
   return {std::move(step.emit), step.stopped};
 }

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/stop_string_matcher.h"
+#include "serving/stop_string_matcher.h"
 #include "tokenizer/tokenizer.h"
 
 namespace flashdraft::serving {
@@ -49,10 +49,10 @@ class TextOutput {
   const std::string& text() const { return text_; }  // every delta so far, joined
 
  private:
-  Delta emit(engine::StopStringMatcher::Step step);
+  Delta emit(StopStringMatcher::Step step);
 
   tokenizer::IncrementalDecoder decoder_;
-  engine::StopStringMatcher matcher_;
+  StopStringMatcher matcher_;
   int32_t vocab_size_;
   std::string text_;
   bool finished_ = false;

@@ -1,10 +1,10 @@
-#include "engine/stop_string_matcher.h"
+#include "serving/stop_string_matcher.h"
 
 #include <algorithm>
 
 #include "core/error.h"
 
-namespace flashdraft::engine {
+namespace flashdraft::serving {
 
 StopStringMatcher::StopStringMatcher(std::vector<std::string> stops) : stops_(std::move(stops)) {
   for (size_t i = 0; i < stops_.size(); ++i) {
@@ -67,4 +67,4 @@ size_t StopStringMatcher::partial_match_length(std::string_view text) const {
   return longest;
 }
 
-}  // namespace flashdraft::engine
+}  // namespace flashdraft::serving

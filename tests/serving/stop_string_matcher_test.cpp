@@ -1,4 +1,4 @@
-#include "engine/stop_string_matcher.h"
+#include "serving/stop_string_matcher.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 
-namespace flashdraft::engine {
+namespace flashdraft::serving {
 namespace {
 
 // Feeds pieces one by one, collecting everything emitted (plus the final flush
@@ -199,4 +199,4 @@ TEST(StopStringMatcher, WithinOnePieceTheEarlierStartWins) {
 }
 
 }  // namespace
-}  // namespace flashdraft::engine
+}  // namespace flashdraft::serving

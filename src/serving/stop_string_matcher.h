@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-namespace flashdraft::engine {
+namespace flashdraft::serving {
 
 class StopStringMatcher {
  public:
@@ -39,4 +39,4 @@ class StopStringMatcher {
   bool stopped_ = false;
 };
 
-}  // namespace flashdraft::engine
+}  // namespace flashdraft::serving
