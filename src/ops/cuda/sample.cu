@@ -45,6 +45,23 @@ __device__ __forceinline__ double warp_sum_d(double v) {
   return v;
 }
 
+// f(j, x[j]) for this thread's tokens (j = threadIdx.x + i * kThreads). Every
+// pass is bound by L2 latency unless a thread has several loads in flight:
+// kLoads are issued before any is used.
+constexpr int kLoads = 8;
+template <class F>
+__device__ __forceinline__ void for_each_token(const float* __restrict__ x, int vocab, F f) {
+  int j = threadIdx.x;
+  for (; j + (kLoads - 1) * kThreads < vocab; j += kLoads * kThreads) {
+    float v[kLoads];
+#pragma unroll
+    for (int u = 0; u < kLoads; ++u) v[u] = x[j + u * kThreads];
+#pragma unroll
+    for (int u = 0; u < kLoads; ++u) f(j + u * kThreads, v[u]);
+  }
+  for (; j < vocab; j += kThreads) f(j, x[j]);
+}
+
 __device__ __forceinline__ void take_better(float& best, int& best_i, float v, int i) {
   if (v > best || (v == best && i < best_i)) {
     best = v;
@@ -65,12 +82,11 @@ __device__ Stats row_stats(const float* x, int vocab) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   float best = -INFINITY, lo = INFINITY;
   int best_i = INT_MAX, bad = 0;
-  for (int j = threadIdx.x; j < vocab; j += kThreads) {
-    const float v = x[j];
+  for_each_token(x, vocab, [&](int j, float v) {
     bad |= (v != v) | (v == INFINITY);
     take_better(best, best_i, v, j);
     lo = fminf(lo, v);
-  }
+  });
   for (int o = 16; o > 0; o /= 2) {
     take_better(best, best_i, __shfl_xor_sync(0xffffffffu, best, o), __shfl_xor_sync(0xffffffffu, best_i, o));
     lo = fminf(lo, __shfl_xor_sync(0xffffffffu, lo, o));
@@ -95,11 +111,11 @@ __device__ Stats row_stats(const float* x, int vocab) {
   return Stats{best, lo, best_i, bad != 0 || best_i == INT_MAX || best == -INFINITY};
 }
 
-// The largest key K such that the tokens elem() admits with key >= K weigh at
-// least target_of(their total weight) together. Only keys that agree with
+// The largest key K such that the tokens elem(x[j], key, weight) admits with
+// key >= K weigh at least target_of(their total weight) together. Only keys that agree with
 // `prefix` on the bits of `mask` exist; the search resolves bits top .. 0.
 template <class Elem, class Target>
-__device__ uint32_t radix_search(int vocab, uint32_t prefix, uint32_t mask, int top, Elem elem, Target target_of,
+__device__ uint32_t radix_search(const float* __restrict__ x, int vocab, uint32_t prefix, uint32_t mask, int top, Elem elem, Target target_of,
                                  double* hist) {
   __shared__ double s_bin[kBins];
   __shared__ double s_above, s_target;
@@ -110,12 +126,11 @@ __device__ uint32_t radix_search(int vocab, uint32_t prefix, uint32_t mask, int 
     const int lo = hi - kDigitBits + 1 > 0 ? hi - kDigitBits + 1 : 0;
     const uint32_t digit = (1u << (hi - lo + 1)) - 1u;
     for (int b = 0; b < kBins; ++b) hist[b * kThreads + tid] = 0.0;
-    for (int j = tid; j < vocab; j += kThreads) {
+    for_each_token(x, vocab, [&](int, float v) {
       uint32_t key;
       double w;
-      if (!elem(j, key, w) || (key & mask) != prefix) continue;
-      hist[((key >> lo) & digit) * kThreads + tid] += w;
-    }
+      if (elem(v, key, w) && (key & mask) == prefix) hist[((key >> lo) & digit) * kThreads + tid] += w;
+    });
     __syncthreads();
     for (int b = warp; b < kBins; b += kWarps) {
       double s = 0;
@@ -196,9 +211,9 @@ __global__ void __launch_bounds__(kThreads)
     const uint32_t mask = ~((2u << top) - 1u);
     const double k = p.top_k;
     const uint32_t key = radix_search(
-        vocab, kmax & mask, mask, top,
-        [&](int j, uint32_t& key, double& w) {
-          key = sm::order_key(x[j]);
+        x, vocab, kmax & mask, mask, top,
+        [&](float l, uint32_t& key, double& w) {
+          key = sm::order_key(l);
           w = 1.0;
           return true;
         },
@@ -211,9 +226,8 @@ __global__ void __launch_bounds__(kThreads)
   if (p.top_p < 1.0f) {
     const double top_p = p.top_p;
     const uint32_t key = radix_search(
-        vocab, 0u, 0xC0000000u, 29,  // weights lie in [0, 1]: bits 31 and 30 are clear
-        [&](int j, uint32_t& key, double& w) {
-          const float l = x[j];
+        x, vocab, 0u, 0xC0000000u, 29,  // weights lie in [0, 1]: bits 31 and 30 are clear
+        [&](float l, uint32_t& key, double& w) {
           if (l < kth) return false;
           const float e = sm::weight(l, top_logit, inv_t);
           if (!(e > 0.0f)) return false;
@@ -225,8 +239,7 @@ __global__ void __launch_bounds__(kThreads)
     threshold = sm::bits_to_float(key);
   }
   if (p.min_p > threshold) threshold = p.min_p;
-  auto kept = [&](int j) {
-    const float l = x[j];
+  auto kept = [&](float l) {
     if (l < kth) return 0.0f;
     const float e = sm::weight(l, top_logit, inv_t);
     return e >= threshold ? e : 0.0f;
@@ -241,20 +254,30 @@ __global__ void __launch_bounds__(kThreads)
   double* chunk = hist;
   int last = -1;
   __syncthreads();  // the searches' last reads of hist are done
-  for (int c = warp; c < n_chunks; c += kWarps) {
-    const int j = c * 32 + lane;
-    const float e = j < vocab ? kept(j) : 0.0f;
-    if (e > 0.0f) last = j;
-    const double s = warp_sum_d(e);
-    if (lane == 0) chunk[c] = s;
+  for (int c0 = warp; c0 < n_chunks; c0 += kLoads * kWarps) {
+    float v[kLoads];
+#pragma unroll
+    for (int u = 0; u < kLoads; ++u) {
+      const int j = (c0 + u * kWarps) * 32 + lane;
+      v[u] = j < vocab ? x[j] : -INFINITY;
+    }
+#pragma unroll
+    for (int u = 0; u < kLoads; ++u) {
+      const int c = c0 + u * kWarps;
+      if (c >= n_chunks) break;
+      const float e = kept(v[u]);
+      if (e > 0.0f) last = c * 32 + lane;
+      const double s = warp_sum_d(e);
+      if (lane == 0) chunk[c] = s;
+    }
   }
   for (int o = 16; o > 0; o /= 2) last = max(last, __shfl_xor_sync(0xffffffffu, last, o));
   if (lane == 0) s_last[warp] = last;
   const int per = (n_chunks + kThreads - 1) / kThreads;
-  const int c0 = min(tid * per, n_chunks), c1 = min(c0 + per, n_chunks);
+  const int first = min(tid * per, n_chunks), end = min(first + per, n_chunks);
   __syncthreads();
   double local = 0;
-  for (int c = c0; c < c1; ++c) local += chunk[c];
+  for (int c = first; c < end; ++c) local += chunk[c];
   s_local[tid] = local;
   __syncthreads();
   if (tid == 0) {
@@ -292,7 +315,7 @@ __global__ void __launch_bounds__(kThreads)
   }
   const double before = s_local[0], target = s_local[1];
   const int j = c * 32 + lane;
-  const float e = j < vocab ? kept(j) : 0.0f;
+  const float e = j < vocab ? kept(x[j]) : 0.0f;
   double incl = e;
   for (int o = 1; o < 32; o *= 2) {
     const double up = __shfl_up_sync(0xffffffffu, incl, o);
