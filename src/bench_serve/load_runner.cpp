@@ -48,7 +48,12 @@ BenchRun run_benchmark(const BenchConfig& config, const ProgressFn& progress) {
       std::this_thread::sleep_until(start + std::chrono::duration_cast<Clock::duration>(
                                                 std::chrono::duration<double>(arrivals[i])));
       const double sent_at = seconds_since(start);
-      RequestResult r = stream_request(config.client, route_of(config.endpoint), bodies[i]);
+      RequestResult r;
+      try {
+        r = stream_request(config.client, route_of(config.endpoint), bodies[i]);
+      } catch (const std::exception& e) {  // a thread must not die of it: the run goes on
+        r.error = std::string("internal error: ") + e.what();
+      }
       r.sent_at = sent_at;
       std::lock_guard lock(mu);
       failed += r.ok ? 0 : 1;

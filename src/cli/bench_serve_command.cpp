@@ -81,7 +81,8 @@ bs::BenchConfig make_config(const BenchServeOptions& o) {
 void write_json(const std::string& path, const nlohmann::ordered_json& j) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) throw Error(fmt::format("--output-json {}: cannot write the file", path));
-  out << j.dump(2) << "\n";
+  // Error messages quote server bytes, which need not be valid UTF-8.
+  out << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
   if (!out.flush()) throw Error(fmt::format("--output-json {}: writing failed", path));
 }
 
