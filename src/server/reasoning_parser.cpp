@@ -1,6 +1,6 @@
 #include "server/reasoning_parser.h"
 
-#include "server/held_text.h"
+#include "serving/partial_match.h"
 
 namespace flashdraft::server {
 namespace {
@@ -36,7 +36,7 @@ ReasoningDelta ReasoningParser::drain(bool final) {
       held_.erase(0, end + kClose.size());
       mode_ = Mode::Content;
     } else {
-      const size_t keep = final ? 0 : partial_marker_length(held_, kClose);
+      const size_t keep = final ? 0 : serving::partial_match_length(held_, kClose);
       out.reasoning = held_.substr(0, held_.size() - keep);
       held_.erase(0, held_.size() - keep);
       return out;

@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/held_text.h"
+#include "serving/partial_match.h"
 
 namespace flashdraft::server {
 namespace {
@@ -72,7 +72,7 @@ ToolCallDelta ToolCallParser::drain(bool final) {
     // No call starts in what is held: release all of it but a possible
     // start of "<tool_call>". After a call, whitespace waits to see whether
     // another call follows.
-    size_t keep = final ? 0 : partial_marker_length(held_, kOpen);
+    size_t keep = final ? 0 : serving::partial_match_length(held_, kOpen);
     if (calls_ > 0 && all_space(std::string_view(held_).substr(0, held_.size() - keep))) {
       if (final) held_.clear();
       return out;

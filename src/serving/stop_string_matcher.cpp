@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "serving/partial_match.h"
 
 namespace flashdraft::serving {
 
@@ -55,15 +56,7 @@ std::string StopStringMatcher::flush() {
 
 size_t StopStringMatcher::partial_match_length(std::string_view text) const {
   size_t longest = 0;
-  for (const std::string& stop : stops_) {
-    size_t max_len = std::min(text.size(), stop.size() - 1);
-    for (size_t len = max_len; len > longest; --len) {
-      if (text.substr(text.size() - len) == std::string_view(stop).substr(0, len)) {
-        longest = len;
-        break;
-      }
-    }
-  }
+  for (const std::string& stop : stops_) longest = std::max(longest, serving::partial_match_length(text, stop));
   return longest;
 }
 
