@@ -68,4 +68,13 @@ int vector_elems(int64_t cols, size_t elem_bytes, std::initializer_list<const Te
   return elems;
 }
 
+bool overlaps(const Tensor& a, const Tensor& b) {
+  const auto span = [](const Tensor& t) {
+    return t.empty() ? size_t{0} : static_cast<size_t>((t.rows - 1) * t.ld + t.cols) * dtype_size(t.dtype);
+  };
+  const auto* a0 = static_cast<const char*>(a.data);
+  const auto* b0 = static_cast<const char*>(b.data);
+  return a0 < b0 + span(b) && b0 < a0 + span(a);
+}
+
 }  // namespace flashdraft::ops::cuda

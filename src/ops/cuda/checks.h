@@ -22,6 +22,9 @@ void expect_shape(const Tensor& t, int64_t rows, int64_t cols, const char* op, c
 void expect_pointer(const void* p, int64_t n, const char* op, const char* name);
 [[noreturn]] void fail(const char* op, const std::string& message);
 
+// Whether the memory spans of two views (first element to one past the last) intersect.
+bool overlaps(const Tensor& a, const Tensor& b);
+
 // "3x4096 bf16 (ld 6144)": for error messages.
 std::string describe(const Tensor& t);
 

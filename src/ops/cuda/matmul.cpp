@@ -10,18 +10,6 @@
 namespace flashdraft::ops::cuda {
 namespace {
 
-// Bytes from a view's first element to one past its last.
-size_t span_bytes(const Tensor& t) {
-  if (t.empty()) return 0;
-  return static_cast<size_t>((t.rows - 1) * t.ld + t.cols) * dtype_size(t.dtype);
-}
-
-bool overlaps(const Tensor& a, const Tensor& b) {
-  const auto* a0 = static_cast<const char*>(a.data);
-  const auto* b0 = static_cast<const char*>(b.data);
-  return a0 < b0 + span_bytes(b) && b0 < a0 + span_bytes(a);
-}
-
 // The kernels load x and w in 16-byte pieces: every row must start on a
 // 16-byte boundary and hold whole pieces.
 void expect_rows_16b(const Tensor& t, const char* name) {

@@ -236,22 +236,6 @@ CublasLtMatmul::CublasLtMatmul(size_t workspace_bytes) : impl_(std::make_unique<
 
 CublasLtMatmul::~CublasLtMatmul() = default;
 
-namespace {
-
-// Bytes from a view's first element to one past its last.
-size_t span_bytes(const Tensor& t) {
-  if (t.empty()) return 0;
-  return static_cast<size_t>((t.rows - 1) * t.ld + t.cols) * dtype_size(t.dtype);
-}
-
-bool overlaps(const Tensor& a, const Tensor& b) {
-  const auto* a0 = static_cast<const char*>(a.data);
-  const auto* b0 = static_cast<const char*>(b.data);
-  return a0 < b0 + span_bytes(b) && b0 < a0 + span_bytes(a);
-}
-
-}  // namespace
-
 void CublasLtMatmul::run(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y, cudaStream_t stream) {
   expect_tensor(x, DType::BF16, "matmul", "x");
   expect_tensor(w, DType::BF16, "matmul", "w");
