@@ -98,7 +98,9 @@ TEST_P(DFlashParity, LogitsFromReferenceTaps) {
   ASSERT_EQ(block[1], drafter->config().mask_token_id);
   // The context reaches past the sliding window, so the window is exercised.
   for (const auto& k : drafter->config().layers)
-    if (k.sliding) ASSERT_GT(S, k.window);
+    if (k.sliding) {
+      ASSERT_GT(S, k.window);
+    }
 
   std::vector<float> got;
   drafter->draft_contiguous(taps.data(), S, block[0], static_cast<int64_t>(block.size()), got);

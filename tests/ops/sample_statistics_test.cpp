@@ -65,7 +65,9 @@ TEST(SampleStatistics, FrequenciesMatchFilteredDistribution) {
   }
 
   for (size_t i = 0; i < counts.size(); ++i) {
-    if (expected[i] == 0) EXPECT_EQ(counts[i], 0) << "filtered token " << i << " was sampled";
+    if (expected[i] == 0) {
+      EXPECT_EQ(counts[i], 0) << "filtered token " << i << " was sampled";
+    }
   }
   const double critical = chi_square_critical(support - 1, kZAlpha1e4);
   const double chi2 = chi_square(counts, expected, kDraws);

@@ -53,7 +53,7 @@ uint64_t mix(uint64_t x) {
 
 SampleRow sample_row_of(const Tensor& rows, int64_t r) {
   SampleRow p;
-  std::memcpy(&p, rows.as<int32_t>() + r * rows.ld, sizeof p);
+  std::memcpy(static_cast<void*>(&p), rows.as<int32_t>() + r * rows.ld, sizeof p);  // trivially copyable
   return p;
 }
 
