@@ -17,6 +17,7 @@
 #include "ops/backend_factory.h"
 #include "ops/cpu/sampling.h"
 #include "shipped_models.h"
+#include "test_support/chi_square.h"
 
 namespace flashdraft::engine::testing {
 namespace {
@@ -256,27 +257,10 @@ TEST_F(Gpu, SampledContinuationsFollowTheReferenceDistribution) {
   while (engine.has_work()) engine.step();
   std::map<std::vector<int32_t>, int> counts;
   for (RequestId id : ids) ++counts[engine.result(id).tokens];
-  double chi2 = 0, pooled_expected = 0;
-  int pooled_count = 0, cells = 0;
-  for (const auto& [seq, p] : exact) {
-    const double e = p * kRuns;
-    const int n = counts.count(seq) ? counts.at(seq) : 0;
-    if (e < 5) {
-      pooled_expected += e;
-      pooled_count += n;
-      continue;
-    }
-    chi2 += (n - e) * (n - e) / e;
-    ++cells;
-  }
-  if (pooled_expected > 0) {
-    chi2 += (pooled_count - pooled_expected) * (pooled_count - pooled_expected) / pooled_expected;
-    ++cells;
-  }
+  const auto [chi2, cells] = ::flashdraft::testing::pooled_chi_square(exact, counts, kRuns);
   for (const auto& [seq, n] : counts) EXPECT_TRUE(exact.count(seq)) << "a continuation of probability 0 was emitted";
   ASSERT_GE(cells, 5);
-  const double a = 2.0 / (9.0 * (cells - 1));
-  const double critical = (cells - 1) * std::pow(1.0 - a + 3.719 * std::sqrt(a), 3.0);  // Wilson-Hilferty, 1e-4
+  const double critical = ::flashdraft::testing::chi_square_critical(cells - 1, ::flashdraft::testing::kZAlpha1e4);
   std::printf("[gpu sampling] first %d tokens of %d requests: chi-square %.1f, critical %.1f at df %d; %s\n", kEmit,
               kRuns, chi2, critical, cells - 1, engine.stats().summary().c_str());
   EXPECT_LT(chi2, critical);

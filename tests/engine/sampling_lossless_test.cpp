@@ -19,18 +19,17 @@
 
 #include "ops/cpu/sampling.h"
 #include "shipped_models.h"
+#include "test_support/chi_square.h"
 
 namespace flashdraft::engine::testing {
 namespace {
 
+using ::flashdraft::testing::chi_square_critical;
+using ::flashdraft::testing::kZAlpha1e4;
+using ::flashdraft::testing::pooled_chi_square;
+
 constexpr int kEmit = 3;
 constexpr int kRuns = 4000;
-
-double chi_square_critical(int df, double z) {
-  const double a = 2.0 / (9.0 * df);
-  return df * std::pow(1.0 - a + z * std::sqrt(a), 3.0);
-}
-constexpr double kZAlpha1e4 = 3.719;
 
 SamplingParams params(uint64_t seed) {
   SamplingParams p;
@@ -93,23 +92,7 @@ TEST(SamplingLossless, FirstTokensFollowTheTargetDistribution) {
     ++counts[r.tokens];
   }
   // Pool the rare outcomes, then chi-square.
-  double chi2 = 0, pooled_expected = 0;
-  int pooled_count = 0, cells = 0;
-  for (const auto& [seq, p] : expected) {
-    const double e = p * kRuns;
-    const int n = counts.count(seq) ? counts.at(seq) : 0;
-    if (e < 5) {
-      pooled_expected += e;
-      pooled_count += n;
-      continue;
-    }
-    chi2 += (n - e) * (n - e) / e;
-    ++cells;
-  }
-  if (pooled_expected > 0) {
-    chi2 += (pooled_count - pooled_expected) * (pooled_count - pooled_expected) / pooled_expected;
-    ++cells;
-  }
+  const auto [chi2, cells] = pooled_chi_square(expected, counts, kRuns);
   for (const auto& [seq, n] : counts) EXPECT_TRUE(expected.count(seq)) << "impossible continuation emitted";
   ASSERT_GE(cells, 5);
   const double critical = chi_square_critical(cells - 1, kZAlpha1e4);

@@ -32,20 +32,18 @@
 #include "ops/cpu/sampling.h"
 #include "ops/ops.h"
 #include "ops/sample_math.h"
+#include "test_support/chi_square.h"
 
 namespace flashdraft::ops {
 namespace {
+
+using ::flashdraft::testing::chi_square_critical;
+using ::flashdraft::testing::kZAlpha1e4;
 
 constexpr int kVocab = 4;
 constexpr int kEmit = 3;    // tokens whose joint distribution is tested
 constexpr int kDrafts = 3;  // speculative tokens per step
 constexpr int kRuns = 200000;
-
-double chi_square_critical(int df, double z) {
-  const double a = 2.0 / (9.0 * df);
-  return df * std::pow(1.0 - a + z * std::sqrt(a), 3.0);
-}
-constexpr double kZAlpha1e4 = 3.719;  // P(N(0,1) > 3.719) = 1e-4
 
 uint64_t mix(uint64_t h) {
   h ^= h >> 33;

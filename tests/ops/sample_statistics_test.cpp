@@ -14,17 +14,13 @@
 #include <vector>
 
 #include "ops/cpu/sampling.h"
+#include "test_support/chi_square.h"
 
 namespace flashdraft::ops {
 namespace {
 
-// Upper-tail chi-square quantile for `df` degrees of freedom, given the
-// matching standard-normal quantile z (Wilson-Hilferty).
-double chi_square_critical(int df, double z) {
-  const double a = 2.0 / (9.0 * df);
-  return df * std::pow(1.0 - a + z * std::sqrt(a), 3.0);
-}
-constexpr double kZAlpha1e4 = 3.719;  // P(N(0,1) > 3.719) = 1e-4
+using ::flashdraft::testing::chi_square_critical;
+using ::flashdraft::testing::kZAlpha1e4;
 
 double chi_square(const std::vector<int>& counts, const std::vector<double>& expected_probs, int n) {
   double chi2 = 0;
