@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "model/activation_buffers.h"
+#include "model/rope_scaling.h"
 #include "ops/ops.h"
 
 namespace flashdraft::model {
@@ -45,11 +46,10 @@ std::unique_ptr<DFlashDrafter> DFlashDrafter::load_dummy(const std::filesystem::
 
 DFlashDrafter::DFlashDrafter(DFlashConfig cfg, const Qwen3Model& target)
     : cfg_(std::move(cfg)), target_(target), backend_(target.backend()), geo_(LayerGeometry::of(cfg_.model)) {
-  std::vector<float> inv_freq(static_cast<size_t>(cfg_.model.head_dim / 2));
-  ops::cpu::rope_inv_freq(cfg_.model.rope_theta, cfg_.model.head_dim, inv_freq.data());
+  const RopeTable rope = rope_table(cfg_.model);
   inv_freq_ = backend_.alloc_tensor(ops::DType::F32, 1, cfg_.model.head_dim / 2);
-  backend_.upload(inv_freq_.t, inv_freq.data(), ops::DType::F32);
-  rope_.inv_freq = inv_freq_.t;
+  backend_.upload(inv_freq_.t, rope.inv_freq.data(), ops::DType::F32);
+  rope_ = ops::Rope{inv_freq_.t, rope.attention_factor};
 }
 
 void DFlashDrafter::declare(WeightLoader& loader) {

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "model/activation_buffers.h"
+#include "model/rope_scaling.h"
 #include "ops/ops.h"
 
 namespace flashdraft::model {
@@ -60,11 +61,10 @@ std::unique_ptr<Qwen3Model> Qwen3Model::load_dummy(const io::ModelConfig& cfg, s
 
 Qwen3Model::Qwen3Model(io::ModelConfig cfg, std::shared_ptr<ops::Backend> backend)
     : cfg_(std::move(cfg)), backend_(std::move(backend)), geo_(LayerGeometry::of(cfg_)) {
-  std::vector<float> inv_freq(static_cast<size_t>(cfg_.head_dim / 2));
-  ops::cpu::rope_inv_freq(cfg_.rope_theta, cfg_.head_dim, inv_freq.data());
+  const RopeTable rope = rope_table(cfg_);
   inv_freq_ = backend_->alloc_tensor(ops::DType::F32, 1, cfg_.head_dim / 2);
-  backend_->upload(inv_freq_.t, inv_freq.data(), ops::DType::F32);
-  rope_.inv_freq = inv_freq_.t;
+  backend_->upload(inv_freq_.t, rope.inv_freq.data(), ops::DType::F32);
+  rope_ = ops::Rope{inv_freq_.t, rope.attention_factor};
 }
 
 void Qwen3Model::declare(WeightLoader& loader) {
