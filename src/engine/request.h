@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "engine/generation_result.h"
+#include "engine/penalty_history.h"
 #include "engine/sampling_params.h"
 #include "engine/spec_stats.h"
 
@@ -63,6 +64,7 @@ struct Request {
   StopReason stop = StopReason::kMaxTokens;  // which stop, when finish_reason is Stop or Length
   std::vector<int32_t> accepted;             // accepted drafts of each verify step, in order
   int64_t max_tokens_asked = 0;  // params.max_tokens is capped by the context; this is what the caller asked
+  PenaltyHistory penalty_history;  // the runner's, for params.needs_penalties()
   std::chrono::steady_clock::time_point added, first_token, finished_at;
 
   int64_t num_tokens() const { return static_cast<int64_t>(prompt.size() + output.size()); }

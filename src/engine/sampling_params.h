@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace flashdraft::engine {
@@ -18,11 +19,31 @@ struct SamplingParams {
   std::vector<int32_t> stop_token_ids;  // stop even with ignore_eos
   std::vector<std::string> stop;        // stop strings, never emitted
   bool ignore_eos = false;
+  // Applied on the backend before sampling (Backend::penalize), greedy rows
+  // included, as in vLLM: presence and frequency over the output tokens
+  // (OpenAI's definition), repetition over prompt and output (divides a
+  // positive logit, multiplies a negative one), logit_bias added first.
+  double presence_penalty = 0.0;    // [-2, 2]; 0 = off
+  double frequency_penalty = 0.0;   // [-2, 2]; 0 = off
+  double repetition_penalty = 1.0;  // > 0; 1 = off
+  std::vector<std::pair<int32_t, float>> logit_bias;  // token id -> added to its logit, [-100, 100]
+  // Log-probabilities of every emitted token (log-softmax of the raw logits
+  // of the row that produced it) and of its `logprobs` most likely
+  // alternatives; none: not computed. At most kMaxLogprobs.
+  std::optional<int> logprobs;
+  static constexpr int kMaxLogprobs = 20;
+
+  // Whether Backend::penalize has anything to do for this request.
+  bool needs_penalties() const {
+    return presence_penalty != 0 || frequency_penalty != 0 || repetition_penalty != 1 || !logit_bias.empty();
+  }
 };
 
 // Throws flashdraft::Error naming the parameter and its allowed range when
-// temperature < 0 (or not finite), top_k < 0, top_p outside (0, 1], or min_p
-// outside [0, 1].
+// temperature < 0 (or not finite), top_k < 0, top_p outside (0, 1], min_p
+// outside [0, 1], a presence / frequency penalty outside [-2, 2], a
+// repetition penalty not > 0 (or not finite), a logit bias outside
+// [-100, 100] or a negative token id, or logprobs outside [0, kMaxLogprobs].
 void validate(const SamplingParams& params);
 
 }  // namespace flashdraft::engine

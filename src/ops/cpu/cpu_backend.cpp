@@ -16,6 +16,7 @@
 #include "io/dtype.h"
 #include "ops/backend.h"
 #include "ops/cpu/matmul_small.h"
+#include "ops/cpu/penalize.h"
 #include "ops/cpu/sampling.h"
 #include "ops/ops.h"
 
@@ -301,6 +302,25 @@ class CpuBackend final : public Backend {
       const int32_t a = cpu::accepted_prefix(drawn.data(), seq_rows.data(), end - begin);
       out.as<int32_t>()[2 * s] = a;
       out.as<int32_t>()[2 * s + 1] = drawn[static_cast<size_t>(a)];
+    }
+  }
+
+  void penalize(const Tensor& logits, const Tensor& rows, const Tensor& items, const Tensor& drafts) override {
+    require_f32(logits, "penalize", "logits");
+    require(rows.dtype == DType::I32 && rows.rows == logits.rows && rows.cols == PenaltyRow::kWords, "penalize",
+            "rows must be i32 [logits.rows, PenaltyRow::kWords]");
+    require(items.empty() || (items.dtype == DType::I32 && items.cols == 3 && items.contiguous()), "penalize",
+            "items must be contiguous i32 [m, 3]");
+    require(drafts.empty() || (drafts.dtype == DType::I32 && drafts.cols == 1 && drafts.contiguous()), "penalize",
+            "drafts must be contiguous i32 [d, 1]");
+    for (int64_t r = 0; r < logits.rows; ++r) {
+      PenaltyRow p;
+      std::memcpy(static_cast<void*>(&p), rows.as<int32_t>() + r * rows.ld, sizeof p);  // trivially copyable
+      require(p.items_count >= 0 && p.items_begin >= 0 && p.items_begin + p.items_count <= items.rows &&
+                  p.drafts_count >= 0 && p.drafts_begin >= 0 && p.drafts_begin + p.drafts_count <= drafts.rows,
+              "penalize", "row " + std::to_string(r) + " reaches past items or drafts");
+      cpu::penalize_row(row(logits, r), logits.cols, p, items.as<int32_t>() + int64_t{p.items_begin} * 3,
+                        drafts.as<int32_t>() + p.drafts_begin);
     }
   }
 

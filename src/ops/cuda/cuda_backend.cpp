@@ -281,6 +281,9 @@ class CudaBackend final : public Backend {
               const Tensor& out) override {
     cuda::accept(logits, rows, seq_start, tokens, out, stream_);
   }
+  void penalize(const Tensor& logits, const Tensor& rows, const Tensor& items, const Tensor& drafts) override {
+    cuda::penalize(logits, rows, items, drafts, stream_);
+  }
 
  private:
   Staging& staging(int i) {
