@@ -247,7 +247,8 @@ bool check_case(const CheckCase& c, std::mt19937_64& rng, fc::AttentionWorkspace
           sc.assign(n_keys, -INFINITY);
           double mx = -INFINITY;
           for (int j = 0; j < n_keys; ++j) {
-            const bool vis = (!c.mask.causal || j <= p) && (c.mask.window == 0 || j > p - c.mask.window);
+            const bool vis = (c.mask.causal ? j <= p : c.mask.window == 0 || j < p + c.mask.window) &&
+                             (c.mask.window == 0 || j > p - c.mask.window);
             if (!vis) continue;
             const size_t slot = static_cast<size_t>(L.tables[si * L.max_blocks + j / c.bs]) * c.bs + j % c.bs;
             const uint16_t* kr = &hk[slot * kv_ld + kh * c.hd];

@@ -18,6 +18,73 @@ int64_t positive_int(const JsonFields& f, const std::string& key) {
   return v;
 }
 
+// rope_theta sits at the top level in transformers 4.x files and inside
+// rope_parameters (with rope_type) in 5.x files. Anything but plain RoPE
+// would change every attention score, so it is refused rather than ignored.
+double read_rope_theta(const JsonFields& f, const json& raw) {
+  if (f.has("rope_scaling")) {
+    f.fail("rope_scaling", "RoPE scaling is not supported (expected null), found " +
+                               json_excerpt(raw["rope_scaling"]));
+  }
+  std::optional<double> theta = f.optional_number("rope_theta");
+  if (f.has("rope_parameters")) {
+    JsonFields rope(raw["rope_parameters"], f.source(), "rope_parameters.");
+    auto type = rope.optional_string("rope_type");
+    if (type && *type != "default") {
+      rope.fail("rope_type", "only \"default\" RoPE is supported, found \"" + *type + "\"");
+    }
+    auto nested = rope.optional_number("rope_theta");
+    if (theta && nested && *theta != *nested) {
+      f.fail("rope_theta", "top-level value disagrees with rope_parameters.rope_theta");
+    }
+    if (!theta) theta = nested;
+  }
+  if (!theta) f.fail("rope_theta", "missing (required: a number, top level or in rope_parameters)");
+  if (!(*theta > 0) || !std::isfinite(*theta)) {
+    f.fail("rope_theta", "expected a positive number, found " + std::to_string(*theta));
+  }
+  return *theta;
+}
+
+// A target's layers are all full attention. Hybrid models interleave
+// linear-attention (gated delta net) layers with them, which nothing here
+// runs; Qwen3.5 nests its text model's fields in text_config, Qwen3-Next
+// keeps them at the top level. (A drafter's sliding layers are read by
+// model/dflash_config, which takes layer_types out before these checks.)
+void check_layer_types(const JsonFields& f, const json& raw) {
+  const std::string hybrid = "hybrid linear-attention models (Qwen3.5, Qwen3-Next) are not supported";
+  const auto check = [&](const JsonFields& at, const json& obj) {
+    const auto types = at.string_list("layer_types");
+    for (size_t i = 0; i < types.size(); ++i)
+      if (types[i] != "full_attention")
+        at.fail("layer_types", "entry " + std::to_string(i) + " is \"" + types[i] + "\": " +
+                                   (types[i] == "linear_attention" ? hybrid
+                                                                   : "a target's layers must all be full_attention"));
+    for (const char* key : {"linear_num_value_heads", "full_attention_interval"})
+      if (at.has(key)) at.fail(key, "is set (" + json_excerpt(obj[key]) + "): " + hybrid);
+  };
+  check(f, raw);
+  if (raw.contains("text_config") && raw["text_config"].is_object())
+    check(JsonFields(raw["text_config"], f.source(), "text_config."), raw["text_config"]);
+}
+
+// config.json's architectures name the class transformers (and vLLM) build.
+// A target is a plain decoder of its model_type; a DFlash drafter is read by
+// model/dflash_config, never as a target.
+void check_architectures(const JsonFields& f, const std::vector<std::string>& archs, const std::string& model_type) {
+  for (const std::string& a : archs) {
+    const char* wants = a == "Qwen3ForCausalLM" ? "qwen3" : a == "LlamaForCausalLM" ? "llama" : nullptr;
+    if (a == "DFlashDraftModel")
+      f.fail("architectures", "\"DFlashDraftModel\" is a DFlash drafter: pass it as the draft model "
+                              "(--draft-model or --speculative-config), with its target as --model");
+    if (!wants)
+      f.fail("architectures", "unsupported architecture \"" + a +
+                                  "\" (supported: Qwen3ForCausalLM, LlamaForCausalLM; DFlashDraftModel as a drafter)");
+    if (model_type != wants)
+      f.fail("architectures", "\"" + a + "\" does not go with model_type \"" + model_type + "\"");
+  }
+}
+
 }  // namespace
 
 ModelConfig parse_model_config(const std::string& text, const std::string& source) {
@@ -25,6 +92,7 @@ ModelConfig parse_model_config(const std::string& text, const std::string& sourc
   c.raw = parse_json(text, source);
   const JsonFields f(c.raw, source);
 
+  check_layer_types(f, c.raw);
   auto model_type = f.optional_string("model_type");
   if (!model_type) f.fail("model_type", "missing (required: \"qwen3\" or \"llama\")");
   c.model_type = *model_type;
@@ -36,6 +104,7 @@ ModelConfig parse_model_config(const std::string& text, const std::string& sourc
     f.fail("model_type", "unsupported model type \"" + c.model_type + "\" (expected \"qwen3\" or \"llama\")");
   }
   c.architectures = f.string_list("architectures");
+  check_architectures(f, c.architectures, c.model_type);
 
   c.vocab_size = positive_int(f, "vocab_size");
   c.hidden_size = positive_int(f, "hidden_size");
@@ -66,8 +135,7 @@ ModelConfig parse_model_config(const std::string& text, const std::string& sourc
   if (!(c.rms_norm_eps > 0)) {
     f.fail("rms_norm_eps", "expected a positive number, found " + std::to_string(c.rms_norm_eps));
   }
-  c.rope = read_rope_config(f, c.raw, c.max_position_embeddings);
-  c.rope_theta = c.rope.theta;
+  c.rope_theta = read_rope_theta(f, c.raw);
 
   c.hidden_act = f.optional_string("hidden_act").value_or("silu");
   if (c.hidden_act != "silu") {

@@ -24,18 +24,15 @@ void matmul_wt(const float* x, const float* w, const float* bias, float* y, int6
 // y[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * weight. y may equal x.
 void rmsnorm(const float* x, const float* weight, float* y, int64_t rows, int64_t dim, float eps);
 
-// powers[i] = theta^(2i / head_dim) for i < head_dim / 2, and inv_freq its
-// reciprocal, computed with the same float32 roundings as Hugging Face's RoPE
-// init, so angles (and hence logits) match the reference at long positions.
-// Scaled RoPE types start from these (model/rope_scaling).
-void rope_base_powers(double theta, int64_t head_dim, float* powers);
+// inv_freq[i] = 1 / theta^(2i / head_dim) for i < head_dim / 2, computed with
+// the same float32 roundings as Hugging Face's default RoPE init, so angles
+// (and hence logits) match the reference at long positions.
 void rope_inv_freq(double theta, int64_t head_dim, float* inv_freq);
 
 // Rotates x[rows, heads, head_dim] in place; row r is at positions[r]. Neox
-// layout (Qwen, Llama in HF): element i pairs with i + head_dim / 2. cos and
-// sin are multiplied by attention_factor (yarn's; 1 otherwise).
+// layout (Qwen, Llama in HF): element i pairs with i + head_dim / 2.
 void rope_neox(float* x, const int64_t* positions, const float* inv_freq, int64_t rows,
-               int64_t heads, int64_t head_dim, float attention_factor = 1.0f);
+               int64_t heads, int64_t head_dim);
 
 // out[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + exp(-x)). out may equal gate or up.
 void silu_glu(const float* gate, const float* up, float* out, int64_t n);
@@ -67,8 +64,9 @@ struct PagedSeq {
 
 // Grouped-query attention of every request of a batch over one paged KV
 // layer. Query row i of a request sits at position p = pos0 + i and sees that
-// request's keys j with j < pos0 + n_rows, (!causal || j <= p) and
-// (window == 0 || j > p - window) (see ops::AttentionMask); nothing else, so
+// request's keys j with j < pos0 + n_rows, (!causal || j <= p),
+// (window == 0 || j > p - window) and (causal || window == 0 || j < p + window)
+// (see ops::AttentionMask); nothing else, so
 // slots past that (rejected speculative rows, other requests) never leak in.
 // q, out: rows q_ld / out_ld floats apart, heads of head_dim inside a row;
 // k_pool, v_pool: [slots, n_kv_heads, head_dim]. The caller guarantees that

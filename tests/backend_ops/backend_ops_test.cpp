@@ -213,7 +213,7 @@ TEST(BackendOpsTable, CoversEveryOpAndMaskKind) {
     EXPECT_GE(c.max_nmse, 0.0) << c.name;
   }
   EXPECT_EQ(ops.size(), static_cast<size_t>(Op::Copy) + 1);  // Copy: the enum's last
-  EXPECT_EQ(masks.size(), 4u);  // None (not attention) + the three kinds
+  EXPECT_EQ(masks.size(), static_cast<size_t>(MaskKind::BidirectionalWindow) + 1);  // None + every kind
 }
 
 // The attention metadata helper: tables shuffled, padding entries on a spare block.

@@ -176,9 +176,13 @@ TEST_P(BatchInvariance, AttentionRowDoesNotDependOnTheBatch) {
           << "row " << at << " of a " << rows << "-row prefill chunk among 7 others vs decode";
     }
   }
-  const AttentionMask block{false, 0};
-  const auto alone = run(16, 0, false, block);
-  EXPECT_TRUE(same_bits(run(16, 0, true, block).data(), alone.data(), q_dim)) << "block among 7 others";
+  // Drafter blocks: full_attention, and non-causal sliding windows shorter and longer than the block.
+  for (const int64_t window : {0, 8, 2048}) {
+    const AttentionMask block{false, window};
+    const auto alone = run(16, 0, false, block);
+    EXPECT_TRUE(same_bits(run(16, 0, true, block).data(), alone.data(), q_dim))
+        << "block among 7 others, window " << window;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, BatchInvariance, ::testing::Values("cpu", "cuda"),

@@ -25,18 +25,18 @@ enum class Op : uint8_t {
   Argmax,
   Sample,  // Backend::sample: f32 logits rows -> tokens
   Accept,  // Backend::accept: sequences of logits rows -> {accepted, bonus}
-  Penalize,  // Backend::penalize: logit bias and penalties, in place, per row
   PagedAttention,
   Copy,  // f32 -> the backend's activation dtype (the residual stream out as taps)
 };
 const char* op_name(Op op);
 
-// The three AttentionMask kinds the models use (see ops/backend.h).
+// The four AttentionMask kinds the models use (see ops/backend.h).
 enum class MaskKind : uint8_t {
-  None,           // not an attention case
-  Causal,         // the target: prefill, decode, verify
-  Bidirectional,  // !causal: DFlash full_attention (all context + the whole block)
-  Window,         // causal + window: DFlash sliding_attention
+  None,                 // not an attention case
+  Causal,               // the target: prefill, decode, verify
+  Bidirectional,        // !causal: DFlash full_attention (all context + the whole block)
+  Window,               // causal + window: DFlash sliding_attention, keys in (p - W, p]
+  BidirectionalWindow,  // !causal + window: DFlash non-causal sliding layer, keys in (p - W, p + W)
 };
 
 struct OpCase {

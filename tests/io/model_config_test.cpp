@@ -174,11 +174,11 @@ TEST(ModelConfig, WrongTypes) {
 
 TEST(ModelConfig, UnsupportedFeaturesAreRefused) {
   json j = json::parse(kQwen3);
-  j["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 4.0}};
-  expect_error([&] { parse(j); }, {"test/config.json", "\"rope_scaling.rope_type\"", "not supported", "dynamic"});
+  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+  expect_error([&] { parse(j); }, {"test/config.json", "\"rope_scaling\"", "not supported", "yarn"});
   j = json::parse(kQwen3);
-  j["rope_parameters"] = {{"rope_type", "longrope"}, {"rope_theta", 1000000}};
-  expect_error([&] { parse(j); }, {"\"rope_parameters.rope_type\"", "\"longrope\""});
+  j["rope_parameters"] = {{"rope_type", "llama3"}, {"rope_theta", 500000}};
+  expect_error([&] { parse(j); }, {"\"rope_parameters.rope_type\"", "\"llama3\""});
   j = json::parse(kQwen3);
   j["hidden_act"] = "gelu";
   expect_error([&] { parse(j); }, {"\"hidden_act\"", "\"silu\"", "\"gelu\""});
@@ -201,6 +201,37 @@ TEST(ModelConfig, InconsistentHeads) {
   j["num_attention_heads"] = 30;  // 2048 / 30 is not whole and head_dim is absent
   j["num_key_value_heads"] = 5;
   expect_error([&] { parse(j); }, {"\"head_dim\"", "missing", "not a multiple"});
+}
+
+// Models flashdraft cannot run are refused with one line naming the field.
+TEST(ModelConfig, UnsupportedArchitecturesAndLayerKindsAreRefused) {
+  json j = json::parse(kQwen3);
+  j["architectures"] = {"Qwen3MoeForCausalLM"};
+  expect_error([&] { parse(j); }, {"\"architectures\"", "unsupported architecture \"Qwen3MoeForCausalLM\""});
+  j["architectures"] = {"LlamaForCausalLM"};
+  expect_error([&] { parse(j); }, {"\"architectures\"", "does not go with model_type \"qwen3\""});
+  j["architectures"] = {"DFlashDraftModel"};
+  expect_error([&] { parse(j); }, {"\"architectures\"", "DFlash drafter", "--draft-model"});
+  j.erase("architectures");
+  EXPECT_EQ(parse(j).model_type, "qwen3");  // absent: model_type decides, as in transformers
+
+  // A hybrid target in the layout Qwen3.5 publishes (text model under text_config).
+  const json hybrid = {{"architectures", {"Qwen3_5ForConditionalGeneration"}},
+                       {"model_type", "qwen3_5"},
+                       {"text_config",
+                        {{"model_type", "qwen3_5_text"},
+                         {"layer_types", {"linear_attention", "linear_attention", "linear_attention", "full_attention"}},
+                         {"full_attention_interval", 4}}}};
+  expect_error([&] { parse(hybrid); },
+               {"\"text_config.layer_types\"", "entry 0 is \"linear_attention\"", "hybrid linear-attention"});
+  json next = json::parse(kQwen3);  // Qwen3-Next keeps the fields at the top level
+  next["full_attention_interval"] = 4;
+  expect_error([&] { parse(next); }, {"\"full_attention_interval\"", "is set (4)", "hybrid"});
+  j = json::parse(kQwen3);
+  j["layer_types"] = {"full_attention", "sliding_attention"};
+  expect_error([&] { parse(j); }, {"\"layer_types\"", "entry 1 is \"sliding_attention\"", "full_attention"});
+  j["layer_types"] = json(std::vector<std::string>(28, "full_attention"));
+  EXPECT_EQ(parse(j).num_hidden_layers, 28);
 }
 
 TEST(ModelConfig, BadJsonNamesFile) {

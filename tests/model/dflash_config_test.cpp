@@ -153,6 +153,7 @@ TEST_F(DFlashConfigTest, EachCheckFailsClearly) {
                "at least one");
   expect_error([](json& c) { c["dflash_config"]["target_layer_ids"] = "0,2"; }, "target_layer_ids", "list of integers");
   expect_error([](json& c) { c["num_target_layers"] = 36; }, "num_target_layers", "another target");
+  expect_error([](json& c) { c["vocab_size"] = 600; }, "vocab_size", "another tokenizer");
   expect_error([](json& c) { c["dflash_config"]["mask_token_id"] = 512; }, "mask_token_id",
                "outside the target's vocabulary [0, 512)");
   expect_error([](json& c) { c["dflash_config"].erase("mask_token_id"); }, "mask_token_id", "missing");
@@ -168,28 +169,193 @@ TEST_F(DFlashConfigTest, EachCheckFailsClearly) {
       "layer_types", "chunked_attention");
   expect_error([](json& c) { c["sliding_window"] = nullptr; }, "sliding_window", "layer 0 is sliding_attention");
   expect_error([](json& c) { c["sliding_window"] = 0; }, "sliding_window", "positive");
-  expect_error([](json& c) { c["dflash_config"]["use_swa"] = true; }, "swa_window_size", "use_swa");
   expect_error(
       [](json& c) {
+        c["layer_types"] = {"full_attention", "full_attention"};
+        c["sliding_window"] = nullptr;
         c["dflash_config"]["use_swa"] = true;
-        c["dflash_config"]["swa_window_size"] = 8;
       },
-      "sliding_window", "disagrees with dflash_config.swa_window_size");
-  expect_error(
-      [](json& c) {
-        c["dflash_config"]["causal"] = true;
-        c["is_causal"] = false;
-      },
-      "is_causal", "disagrees");
-  expect_error(
-      [](json& c) {
-        c.erase("layer_types");
-        c.erase("max_window_layers");
-      },
-      "max_window_layers", "missing");
+      "swa_window_size", "use_swa");
+  expect_error([](json& c) { c["dflash_config"]["swa_window_size"] = 0; }, "swa_window_size", "positive");
+  expect_error([](json& c) { c["use_sliding_window"] = false; }, "sliding_window",
+               "use_sliding_window false (transformers then drops the window)");
+  expect_error([](json& c) { c["dflash_config"]["swa_window_size"] = 3; c["swa_window_size"] = 4; },
+               "swa_window_size", "disagrees");
+  expect_error([](json& c) { c["architectures"] = {"Qwen3ForCausalLM"}; }, "architectures", "is this the target?");
+  expect_error([](json& c) { c["architectures"] = {"DFlash2DraftModel"}; }, "architectures",
+               "\"DFlash2DraftModel\" is not a DFlash drafter");
   expect_error([](json& c) { c["final_logit_softcapping"] = -1.0; }, "final_logit_softcapping", "positive");
   expect_error([](json& c) { c["input_embedding_scale"] = 0.0; }, "input_embedding_scale", "positive");
   expect_error([](json& c) { c["dflash_config"] = 5; }, "dflash_config", "object");
+}
+
+// Layer kinds, one case per rule of dflash_config.h (vLLM's resolution),
+// over the tiny drafter: layer_types [sliding, full], sliding_window 4,
+// use_sliding_window true.
+struct KindCase {
+  const char* name;
+  std::function<void(json&)> edit;
+  std::vector<DFlashLayerAttention> want;
+};
+
+TEST_F(DFlashConfigTest, LayerKindsResolveAsVllmDoes) {
+  const DFlashLayerAttention F{false, 0, false}, Fc{false, 0, true};
+  const auto S = [](int64_t w, bool causal) { return DFlashLayerAttention{true, w, causal}; };
+  const auto full_types = [](json& c) { c["layer_types"] = {"full_attention", "full_attention"}; };
+  const std::vector<KindCase> cases = {
+      {"layer_types as given: sliding causal, full bidirectional", [](json&) {}, {S(4, true), F}},
+      {"is_causal false makes a sliding layer non-causal", [](json& c) { c["is_causal"] = false; },
+       {S(4, false), F}},
+      {"is_causal true makes a full layer causal", [](json& c) { c["is_causal"] = true; }, {S(4, true), Fc}},
+      {"dflash_config.causal when is_causal is absent", [](json& c) { c["dflash_config"]["causal"] = false; },
+       {S(4, false), F}},
+      {"is_causal wins over dflash_config.causal",
+       [](json& c) {
+         c["is_causal"] = true;
+         c["dflash_config"]["causal"] = false;
+       },
+       {S(4, true), Fc}},
+      {"is_causal null counts as absent",
+       [](json& c) {
+         c["is_causal"] = nullptr;
+         c["dflash_config"]["causal"] = true;
+       },
+       {S(4, true), Fc}},
+      {"use_swa with a sliding entry leaves full layers full",
+       [](json& c) {
+         c["dflash_config"]["use_swa"] = true;
+         c["dflash_config"]["swa_window_size"] = 6;
+       },
+       {S(6, true), F}},
+      {"use_swa without sliding entries slides every layer",
+       [&](json& c) {
+         full_types(c);
+         c["dflash_config"]["use_swa"] = true;
+         c["dflash_config"]["swa_window_size"] = 6;
+       },
+       {S(6, true), S(6, true)}},
+      {"use_swa with causal false: non-causal sliding layers",
+       [&](json& c) {
+         full_types(c);
+         c["dflash_config"]["use_swa"] = true;
+         c["dflash_config"]["swa_window_size"] = 6;
+         c["dflash_config"]["causal"] = false;
+       },
+       {S(6, false), S(6, false)}},
+      {"use_swa without swa_window_size takes sliding_window",
+       [&](json& c) {
+         full_types(c);
+         c["dflash_config"]["use_swa"] = true;
+       },
+       {S(4, true), S(4, true)}},
+      {"swa_window_size sets the window of sliding layers without use_swa",
+       [](json& c) { c["dflash_config"]["swa_window_size"] = 6; }, {S(6, true), F}},
+      {"swa_window_size without sliding_window or use_sliding_window",
+       [](json& c) {
+         c["sliding_window"] = nullptr;
+         c["use_sliding_window"] = false;
+         c["dflash_config"]["swa_window_size"] = 3;
+       },
+       {S(3, true), F}},
+      {"top-level use_swa and swa_window_size",
+       [&](json& c) {
+         full_types(c);
+         c["use_swa"] = true;
+         c["swa_window_size"] = 5;
+       },
+       {S(5, true), S(5, true)}},
+      {"dflash_config.use_swa false wins over a top-level true",
+       [&](json& c) {
+         full_types(c);
+         c["use_swa"] = true;
+         c["dflash_config"]["use_swa"] = false;
+       },
+       {F, F}},
+      {"no layer_types: layers from max_window_layers on slide",
+       [](json& c) {
+         c.erase("layer_types");
+         c["max_window_layers"] = 1;
+       },
+       {F, S(4, true)}},
+      {"no layer_types: transformers' default max_window_layers (28)",
+       [](json& c) {
+         c.erase("layer_types");
+         c.erase("max_window_layers");
+       },
+       {F, F}},
+      {"no layer_types and use_sliding_window false: all full",
+       [](json& c) {
+         c.erase("layer_types");
+         c["max_window_layers"] = 0;
+         c["use_sliding_window"] = false;
+       },
+       {F, F}},
+  };
+  for (const KindCase& k : cases) {
+    json c = testing::tiny_drafter_config();
+    k.edit(c);
+    const auto got = parse(c).layers;
+    ASSERT_EQ(got.size(), k.want.size()) << k.name;
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].sliding, k.want[i].sliding) << k.name << ", layer " << i;
+      EXPECT_EQ(got[i].window, k.want[i].window) << k.name << ", layer " << i;
+      EXPECT_EQ(got[i].causal, k.want[i].causal) << k.name << ", layer " << i;
+    }
+  }
+}
+
+TEST_F(DFlashConfigTest, BlockSizeInEitherPlace) {
+  json c = testing::tiny_drafter_config();
+  c.erase("block_size");
+  c["dflash_config"]["block_size"] = 16;
+  EXPECT_EQ(parse(c).block_size, 16);
+  c["block_size"] = 16;  // both, agreeing
+  EXPECT_EQ(parse(c).block_size, 16);
+}
+
+TEST_F(DFlashConfigTest, ReadsWithoutATarget) {
+  json c = testing::tiny_drafter_config();
+  const auto dir = scratch_.path() / "alone";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "config.json") << c.dump();
+  const auto d = read_dflash_config(load_drafter_model_config(dir), dir);
+  EXPECT_EQ(d.num_target_layers, 3);
+  EXPECT_EQ(d.target_layer_ids, (std::vector<int64_t>{0, 2}));
+  EXPECT_FALSE(d.default_taps);
+  // Without taps the config's num_target_layers gives z-lab's default; without that, nothing.
+  c["dflash_config"].erase("target_layer_ids");
+  std::ofstream(dir / "config.json") << c.dump();
+  auto alone = read_dflash_config(load_drafter_model_config(dir), dir);
+  EXPECT_TRUE(alone.default_taps);
+  EXPECT_EQ(alone.target_layer_ids, default_target_layer_ids(3, 2));
+  c.erase("num_target_layers");
+  std::ofstream(dir / "config.json") << c.dump();
+  alone = read_dflash_config(load_drafter_model_config(dir), dir);
+  EXPECT_EQ(alone.num_target_layers, 0);
+  EXPECT_TRUE(alone.target_layer_ids.empty());
+}
+
+TEST_F(DFlashConfigTest, EveryPairMismatchIsItsOwnLine) {
+  json c = testing::tiny_drafter_config();
+  c["hidden_size"] = 32;
+  c["vocab_size"] = 1000;
+  c["num_target_layers"] = 36;
+  c["dflash_config"]["target_layer_ids"] = {0, 5};
+  c["dflash_config"]["mask_token_id"] = 600;
+  const auto dir = scratch_.path() / "mismatch";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "config.json") << c.dump();
+  const auto d = read_dflash_config(load_drafter_model_config(dir), dir);
+  const auto problems = dflash_pair_problems(d, target_, dir);
+  ASSERT_EQ(problems.size(), 5u);
+  const char* fields[] = {"\"hidden_size\"", "\"vocab_size\"", "\"num_target_layers\"",
+                          "\"dflash_config.target_layer_ids\"", "\"dflash_config.mask_token_id\""};
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_NE(problems[i].find(fields[i]), std::string::npos) << problems[i];
+    EXPECT_NE(problems[i].find("mismatch/config.json"), std::string::npos) << problems[i];
+    EXPECT_EQ(problems[i].find('\n'), std::string::npos) << problems[i];
+  }
+  EXPECT_TRUE(dflash_pair_problems(parse(testing::tiny_drafter_config()), target_, dir).empty());
 }
 
 TEST_F(DFlashConfigTest, SoftcapZeroOrNullMeansNone) {

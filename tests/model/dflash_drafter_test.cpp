@@ -114,6 +114,15 @@ INSTANTIATE_TEST_SUITE_P(Kinds, DFlashDrafterVariants,
                                                      c["dflash_config"]["use_swa"] = true;
                                                      c["dflash_config"]["swa_window_size"] = 3;
                                                    }},
+                                           Variant{"SlidingNonCausal",  // window 4 < block 8: (p - 4, p + 4)
+                                                   [](json& c) { c["is_causal"] = false; }},
+                                           Variant{"UseSwaNonCausal",
+                                                   [](json& c) {
+                                                     c["layer_types"] = {"full_attention", "full_attention"};
+                                                     c["dflash_config"]["use_swa"] = true;
+                                                     c["dflash_config"]["swa_window_size"] = 3;
+                                                     c["dflash_config"]["causal"] = false;
+                                                   }},
                                            Variant{"SoftcapAndEmbeddingScale",
                                                    [](json& c) {
                                                      c["final_logit_softcapping"] = 0.5;

@@ -149,8 +149,21 @@ std::vector<double> naive_draft(const json& c, const io::Checkpoint& ck, const s
   const auto& dc = c["dflash_config"];
   const int64_t K = static_cast<int64_t>(dc["target_layer_ids"].size());
   const int32_t mask = dc["mask_token_id"];
-  const bool causal_cfg = dc.value("causal", false) || c.value("is_causal", false);
-  const bool use_swa = dc.value("use_swa", false);
+  // Layer kinds written out independently of model/dflash_config (the rules
+  // of its header): sliding per layer_types, use_swa slides every layer only
+  // when none is listed as sliding; is_causal, then dflash_config.causal,
+  // then "causal iff sliding".
+  bool any_sliding = false;
+  for (const auto& t : c["layer_types"]) any_sliding = any_sliding || t == "sliding_attention";
+  const bool use_swa = dc.value("use_swa", false) && !any_sliding;
+  const json no_flag;
+  const json& is_causal = c.contains("is_causal") ? c["is_causal"] : no_flag;
+  const json& dc_causal = dc.contains("causal") ? dc["causal"] : no_flag;
+  const auto layer_causal = [&](bool sliding) {
+    if (!is_causal.is_null()) return is_causal.get<bool>();
+    if (!dc_causal.is_null()) return dc_causal.get<bool>();
+    return sliding;
+  };
   const auto W = [&](const std::string& name) {
     std::vector<int64_t> shape;
     for (int64_t d : ck.get(name).shape) shape.push_back(d);
@@ -171,10 +184,10 @@ std::vector<double> naive_draft(const json& c, const io::Checkpoint& ck, const s
   for (int64_t l = 0; l < L; ++l) {
     const std::string p = "layers." + std::to_string(l) + ".";
     const bool sliding = use_swa || c["layer_types"][l] == "sliding_attention";
-    const int64_t window = !sliding  ? 0
-                           : use_swa ? dc["swa_window_size"].get<int64_t>()
-                                     : c["sliding_window"].get<int64_t>();
-    const bool causal = sliding || causal_cfg;
+    const int64_t window = !sliding                         ? 0
+                           : dc.contains("swa_window_size") ? dc["swa_window_size"].get<int64_t>()
+                                                            : c["sliding_window"].get<int64_t>();
+    const bool causal = layer_causal(sliding);
 
     const Mat y = rms(x, W(p + "input_layernorm.weight"), B, H, eps);
     const Mat qn = W(p + "self_attn.q_norm.weight"), kn = W(p + "self_attn.k_norm.weight");
@@ -196,7 +209,7 @@ std::vector<double> naive_draft(const json& c, const io::Checkpoint& ck, const s
         for (int64_t j = 0; j < S + B; ++j) {  // key j: context row j, or block row j - S; position j either way
           const bool blk = j >= S;
           if (blk && causal && j > qp) continue;
-          if (window > 0 && !(j > qp - window && j <= qp)) continue;
+          if (window > 0 && !(j > qp - window && j < qp + window)) continue;
           const double* k = blk ? &kb[((j - S) * nkv + g) * hd] : &kc[(j * nkv + g) * hd];
           vs.push_back(blk ? &vb[((j - S) * nkv + g) * hd] : &vc[(j * nkv + g) * hd]);
           double d = 0;

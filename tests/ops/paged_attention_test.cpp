@@ -2,7 +2,7 @@
 // each request's K/V scattered over shuffled pool blocks, every other slot
 // poisoned with NaN so that reading anything outside a request's visible
 // positions shows up; every mask kind (causal, DFlash block-bidirectional,
-// causal sliding window).
+// causal sliding window, non-causal sliding window).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -40,7 +40,10 @@ std::vector<float> naive_attention(const float* q, const float* k, const float* 
   for (int64_t i = 0; i < n; ++i)
     for (int64_t h = 0; h < c.nh; ++h) {
       const int64_t p = pos0 + i, kvh = h / group;
-      const auto seen = [&](int64_t j) { return (!c.causal || j <= p) && (c.window == 0 || j > p - c.window); };
+      const auto seen = [&](int64_t j) {
+        if (c.window > 0 && (j <= p - c.window || (!c.causal && j >= p + c.window))) return false;
+        return !c.causal || j <= p;
+      };
       std::vector<double> w(static_cast<size_t>(keys), 0.0);
       double mx = -1e300, sum = 0;
       for (int64_t j = 0; j < keys; ++j) {
@@ -142,7 +145,13 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{{{20, 16}, {3, 8}, {0, 2}, {9, 3}}, 4, 4, 2, 16, true, 5},
                       Case{{{20, 16}, {3, 8}, {9, 3}}, 4, 4, 1, 16, true, 64},
                       Case{{{37, 16}, {70, 2}}, 16, 8, 2, 64, true, 17},
-                      Case{{{37, 16}, {70, 2}}, 16, 8, 8, 128, false, 0}));
+                      Case{{{37, 16}, {70, 2}}, 16, 8, 8, 128, false, 0},
+                      // Non-causal sliding windows, (p - W, p + W): W below the block (later
+                      // block rows cut off), W near the block, W past everything; both paths.
+                      Case{{{20, 16}, {3, 8}, {0, 2}, {9, 3}}, 4, 4, 2, 16, false, 5},
+                      Case{{{20, 16}, {3, 8}, {9, 3}}, 4, 4, 1, 16, false, 1},
+                      Case{{{37, 16}, {70, 2}, {0, 16}}, 16, 8, 2, 64, false, 17},
+                      Case{{{20, 16}, {3, 8}}, 4, 4, 2, 16, false, 64}));
 
 TEST(PagedAttentionThreads, LeavesTheBlasThreadCountAsItFoundIt) {
   // Multi-row requests run their GEMMs single-threaded; the caller's setting must come back.

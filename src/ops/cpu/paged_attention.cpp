@@ -113,8 +113,10 @@ struct KeyRange {
   int64_t lo, hi;
 };
 FD_ALWAYS_INLINE KeyRange visible(const PagedSeq& s, int64_t i, const Geometry& g) {
-  const int64_t p = s.pos0 + i;
-  return {g.window > 0 ? std::max<int64_t>(0, p - g.window + 1) : 0, g.causal ? p + 1 : s.pos0 + s.n_rows};
+  const int64_t p = s.pos0 + i, keys = s.pos0 + s.n_rows;
+  if (g.window == 0) return {0, g.causal ? p + 1 : keys};
+  // A window: (p - W, p] causal, (p - W, p + W) not.
+  return {std::max<int64_t>(0, p - g.window + 1), g.causal ? p + 1 : std::min(keys, p + g.window)};
 }
 
 template <int HD>
@@ -237,8 +239,8 @@ void attend_kv_head_gemm(const float* q, const float* k_pool, const float* v_poo
   for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h)
     for (int64_t r0 = 0; r0 < s.n_rows; r0 += kRowTile) {
       const int64_t rows = std::min(kRowTile, s.n_rows - r0);
-      // Keys this tile's rows can see at most: up to its last row (causal) or all.
-      const int64_t tile_keys = (geo.causal ? s.pos0 + r0 + rows : keys) - lo;
+      // Keys this tile's rows can see at most: the last row's range ends furthest out.
+      const int64_t tile_keys = visible(s, r0 + rows - 1, geo).hi - lo;
       const float* qh = q + (s.row_begin + r0) * geo.q_ld + h * head_dim;
       float* oh = out + (s.row_begin + r0) * geo.out_ld + h * head_dim;
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(rows), static_cast<blasint>(tile_keys),

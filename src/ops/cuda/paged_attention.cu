@@ -254,8 +254,9 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
   const int kv_len = pos0 + n_rows;
   const int m_last = min(m0 + BM, M) - 1;
   const int p_first = pos0 + m0 / G, p_last = pos0 + m_last / G;
-  // Union of the visible ranges of this CTA's rows: only these keys are ever read.
-  const int hi = p.causal ? p_last + 1 : kv_len;
+  // Union of the visible ranges of this CTA's rows: only these keys are ever
+  // read. A window reaches back W - 1 keys, and without causality as far ahead.
+  const int hi = p.causal ? p_last + 1 : p.window > 0 ? min(kv_len, p_last + p.window) : kv_len;
   const int lo = p.window > 0 ? max(0, p_first - p.window + 1) : 0;
   // Splits sit at fixed key positions; this CTA's group takes group_splits of
   // them, counted from the split that holds lo. Partial slots count the same way.
@@ -280,7 +281,7 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
   const int n_tiles = max(0, (k_end - k_begin + kBN - 1) / kBN);
   // A tile needs per-element masking unless every key in it is visible to every row of the CTA.
   const int lo_all = p.window > 0 ? p_last - p.window + 1 : 0;
-  const int hi_all = p.causal ? p_first : kv_len - 1;
+  const int hi_all = p.causal ? p_first : p.window > 0 ? min(kv_len, p_first + p.window) - 1 : kv_len - 1;
   if (p.window != 0) {
 #pragma unroll
     for (int st = 0; st < kStages; ++st) first_blk[st] = load_block(k_begin + st * kBN + lane_key);
@@ -469,7 +470,8 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
           if (need_mask) {
             const int j = kb + (nt0 + n) * 8 + c0 + (e & 1);
             const int pq = e < 2 ? pa : pb;
-            const bool vis = j < kv_len && (!p.causal || j <= pq) && (p.window == 0 || j > pq - p.window);
+            const bool vis = j < kv_len && (p.causal ? j <= pq : p.window == 0 || j < pq + p.window) &&
+                             (p.window == 0 || j > pq - p.window);
             x = vis ? x : kNegInf;
           }
           sc[n][e] = x;
@@ -876,9 +878,11 @@ void paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cac
   prm.scale_log2 = scale * 1.4426950408889634f;
   prm.split_keys = g_split_keys;
 
-  // Longest key range one CTA can be given (window: its rows' window plus alignment slack).
+  // Longest key range one CTA can be given (window: its rows' window, twice
+  // without causality, plus alignment slack).
   int64_t span = max_keys;
-  if (prm.window > 0) span = std::min<int64_t>(max_keys, prm.window + batch.max_rows + kBN);
+  if (prm.window > 0)
+    span = std::min<int64_t>(max_keys, (mask.causal ? 1 : 2) * int64_t{prm.window} + batch.max_rows + kBN);
 
   if (head_dim == 64)
     launch_hd<64>(prm, batch, span, workspace, stream);
