@@ -18,34 +18,6 @@ int64_t positive_int(const JsonFields& f, const std::string& key) {
   return v;
 }
 
-// rope_theta sits at the top level in transformers 4.x files and inside
-// rope_parameters (with rope_type) in 5.x files. Anything but plain RoPE
-// would change every attention score, so it is refused rather than ignored.
-double read_rope_theta(const JsonFields& f, const json& raw) {
-  if (f.has("rope_scaling")) {
-    f.fail("rope_scaling", "RoPE scaling is not supported (expected null), found " +
-                               json_excerpt(raw["rope_scaling"]));
-  }
-  std::optional<double> theta = f.optional_number("rope_theta");
-  if (f.has("rope_parameters")) {
-    JsonFields rope(raw["rope_parameters"], f.source(), "rope_parameters.");
-    auto type = rope.optional_string("rope_type");
-    if (type && *type != "default") {
-      rope.fail("rope_type", "only \"default\" RoPE is supported, found \"" + *type + "\"");
-    }
-    auto nested = rope.optional_number("rope_theta");
-    if (theta && nested && *theta != *nested) {
-      f.fail("rope_theta", "top-level value disagrees with rope_parameters.rope_theta");
-    }
-    if (!theta) theta = nested;
-  }
-  if (!theta) f.fail("rope_theta", "missing (required: a number, top level or in rope_parameters)");
-  if (!(*theta > 0) || !std::isfinite(*theta)) {
-    f.fail("rope_theta", "expected a positive number, found " + std::to_string(*theta));
-  }
-  return *theta;
-}
-
 // A target's layers are all full attention. Hybrid models interleave
 // linear-attention (gated delta net) layers with them, which nothing here
 // runs; Qwen3.5 nests its text model's fields in text_config, Qwen3-Next
@@ -135,7 +107,8 @@ ModelConfig parse_model_config(const std::string& text, const std::string& sourc
   if (!(c.rms_norm_eps > 0)) {
     f.fail("rms_norm_eps", "expected a positive number, found " + std::to_string(c.rms_norm_eps));
   }
-  c.rope_theta = read_rope_theta(f, c.raw);
+  c.rope = read_rope_config(f, c.raw, c.max_position_embeddings);
+  c.rope_theta = c.rope.theta;
 
   c.hidden_act = f.optional_string("hidden_act").value_or("silu");
   if (c.hidden_act != "silu") {

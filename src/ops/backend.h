@@ -130,6 +130,20 @@ struct SampleRow {
 };
 static_assert(sizeof(SampleRow) == SampleRow::kWords * 4);
 
+// One logits row's penalties for Backend::penalize (OpenAI / vLLM semantics),
+// eight 32-bit words like SampleRow. A row touches only the tokens of its
+// sequence's item list and of its own extra output tokens.
+struct PenaltyRow {
+  static constexpr int64_t kWords = 8;
+  float repetition = 1.0f;  // tokens of prompt or output: l > 0 ? l / r : l * r (1: off)
+  float frequency = 0.0f;   // l -= frequency * (times the token is in the output)
+  float presence = 0.0f;    // l -= presence once the token is in the output
+  int32_t items_begin = 0, items_count = 0;    // the sequence's items: rows of `items`
+  int32_t drafts_begin = 0, drafts_count = 0;  // output tokens only this row adds: entries of `drafts`
+  int32_t unused = 0;
+};
+static_assert(sizeof(PenaltyRow) == PenaltyRow::kWords * 4);
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -239,6 +253,22 @@ class Backend {
   // prefix with d_i == argmax(row i-1), then argmax(row a).
   virtual void accept(const Tensor& logits, const Tensor& rows, const Tensor& seq_start, const Tensor& tokens,
                       const Tensor& out) = 0;
+  // Logit bias and penalties, in place, before sample / accept (vLLM's order:
+  // bias, then repetition, frequency, presence). rows: i32 [logits.rows,
+  // PenaltyRow::kWords]. items: i32 [m, 3] {token, output count, bias as f32
+  // bits}, each sequence's slice sorted by token without repeats: count >= 1
+  // in the output that many times (and maybe the prompt), 0 in the prompt
+  // only, -1 in neither (a bias alone). drafts: i32 [d, 1]. Row r's history is
+  // its items plus drafts[drafts_begin, + drafts_count) as extra output tokens
+  // (a verify row j decides the token after drafts d_1..d_j, so they count as
+  // output there). For each token t the row touches, with bias b, output count
+  // c and seen = in prompt or output (ops/penalty_math.h, the same float
+  // operations on every backend, so results are bit-identical):
+  //   l = l + b;  if seen: l = l > 0 ? l / repetition : l * repetition;
+  //   if c > 0: l = l - frequency * c;  l = l - presence.
+  // Token ids outside [0, vocab) are the caller's bug (checked on the CPU,
+  // skipped on the GPU). items or drafts may have 0 rows.
+  virtual void penalize(const Tensor& logits, const Tensor& rows, const Tensor& items, const Tensor& drafts) = 0;
 };
 
 // The CPU reference backend (always present).

@@ -24,15 +24,18 @@ void matmul_wt(const float* x, const float* w, const float* bias, float* y, int6
 // y[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * weight. y may equal x.
 void rmsnorm(const float* x, const float* weight, float* y, int64_t rows, int64_t dim, float eps);
 
-// inv_freq[i] = 1 / theta^(2i / head_dim) for i < head_dim / 2, computed with
-// the same float32 roundings as Hugging Face's default RoPE init, so angles
-// (and hence logits) match the reference at long positions.
+// powers[i] = theta^(2i / head_dim) for i < head_dim / 2, and inv_freq its
+// reciprocal, computed with the same float32 roundings as Hugging Face's RoPE
+// init, so angles (and hence logits) match the reference at long positions.
+// Scaled RoPE types start from these (model/rope_scaling).
+void rope_base_powers(double theta, int64_t head_dim, float* powers);
 void rope_inv_freq(double theta, int64_t head_dim, float* inv_freq);
 
 // Rotates x[rows, heads, head_dim] in place; row r is at positions[r]. Neox
-// layout (Qwen, Llama in HF): element i pairs with i + head_dim / 2.
+// layout (Qwen, Llama in HF): element i pairs with i + head_dim / 2. cos and
+// sin are multiplied by attention_factor (yarn's; 1 otherwise).
 void rope_neox(float* x, const int64_t* positions, const float* inv_freq, int64_t rows,
-               int64_t heads, int64_t head_dim);
+               int64_t heads, int64_t head_dim, float attention_factor = 1.0f);
 
 // out[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + exp(-x)). out may equal gate or up.
 void silu_glu(const float* gate, const float* up, float* out, int64_t n);

@@ -26,6 +26,7 @@ const char* op_name(Op op) {
     case Op::Argmax: return "argmax";
     case Op::Sample: return "sample";
     case Op::Accept: return "accept";
+    case Op::Penalize: return "penalize";
     case Op::PagedAttention: return "paged_attention";
     case Op::Copy: return "copy";
   }
@@ -85,6 +86,9 @@ double bf16_bound(const OpCase& c) {
     // ~1e-16 of the total from the edge between two tokens (~1e-12 a row).
     case Op::Sample:
     case Op::Accept: return 0.0;
+    // Bit for bit: the same IEEE operations, each logit owned by one thread
+    // (ops/penalty_math.h).
+    case Op::Penalize: return 0.0;
     // Scores from bf16-exact q and k accumulate in f32; flash kernels round the
     // probabilities P to bf16 for the tensor-core P.V product (each p off by
     // ~2^-9, giving an NMSE of about one rounding) and round the output: ~6e-6
@@ -146,6 +150,7 @@ struct CaseData {
   std::vector<int32_t> ids;
   HostAttnBatch attn;
   std::vector<int32_t> sample_rows, seq_start;  // sample / accept: SampleRow words; sequence starts
+  std::vector<int32_t> penalty_items, drafts;    // penalize (its PenaltyRow words in sample_rows)
 };
 
 namespace {
@@ -209,6 +214,68 @@ void make_sample_data(const OpCase& c, Rng& rng, CaseData& d) {
       d.sample_rows.insert(d.sample_rows.end(), words, words + SampleRow::kWords);
     }
     d.seq_start.push_back(static_cast<int32_t>(r));
+  }
+}
+
+// Penalize: sequences of rows as a step has them (verify blocks, single
+// decode rows). Each sequence gets a sorted item list (prompt-only tokens,
+// output tokens with counts, bias-only tokens, biases of +-100 and small
+// ones) and drafts that repeat, hit items and miss them; row j of a sequence
+// adds its first j drafts. Row settings cycle through no-op rows, each
+// penalty alone, all together, and penalties below 1 / negative. Logits hold
+// exact zeros and both signs, where the repetition rule switches.
+void make_penalty_data(const OpCase& c, Rng& rng, CaseData& d) {
+  struct Mix {
+    float rep, freq, pres;
+  };
+  static constexpr Mix kMix[] = {{1.0f, 0.0f, 0.0f}, {1.3f, 0.0f, 0.0f}, {1.0f, 0.5f, 0.0f}, {1.0f, 0.0f, 1.5f},
+                                 {1.1f, 0.7f, 0.3f}, {0.8f, -0.4f, -1.0f}, {2.0f, 2.0f, 2.0f}};
+  int64_t total = 0;
+  for (const SeqRows& s : c.seqs) total += s.rows;
+  d.x = rng.uniform(static_cast<size_t>(total * c.dim), -4.0f, 4.0f);
+  for (size_t i = 0; i < d.x.size(); i += 7) d.x[i] = 0.0f;
+  int64_t r = 0;
+  for (size_t s = 0; s < c.seqs.size(); ++s) {
+    const int32_t rows = c.seqs[s].rows;
+    // Items: a sorted unique subset of the vocabulary, denser near the start
+    // so drafts hit it.
+    std::set<int32_t> tokens;
+    const int64_t n_items = s % 3 == 2 ? 0 : 1 + rng.below(s % 3 == 0 ? 3000 : 40);
+    while (static_cast<int64_t>(tokens.size()) < n_items)
+      tokens.insert(static_cast<int32_t>(rng.below(2) ? rng.below(64) : rng.below(c.dim)));
+    tokens.insert(static_cast<int32_t>(c.dim - 1));  // the row's last element
+    const auto items_begin = static_cast<int32_t>(d.penalty_items.size() / 3);
+    for (int32_t t : tokens) {
+      const int64_t kind = rng.below(4);
+      const int32_t count = kind == 0 ? -1 : kind == 1 ? 0 : static_cast<int32_t>(1 + rng.below(5));
+      float bias = kind == 0 || rng.below(3) == 0 ? rng.uniform(-5.0f, 5.0f) : 0.0f;
+      if (rng.below(20) == 0) bias = rng.below(2) ? 100.0f : -100.0f;
+      int32_t bits;
+      std::memcpy(&bits, &bias, 4);
+      d.penalty_items.insert(d.penalty_items.end(), {t, count, bits});
+    }
+    const auto items_count = static_cast<int32_t>(tokens.size());
+    const auto drafts_begin = static_cast<int32_t>(d.drafts.size());
+    for (int32_t j = 0; j + 1 < rows; ++j) {
+      const int64_t kind = rng.below(3);
+      int32_t t = static_cast<int32_t>(rng.below(c.dim));
+      if (kind == 0 && j > 0) t = d.drafts[static_cast<size_t>(drafts_begin + rng.below(j))];
+      if (kind == 1) t = *std::next(tokens.begin(), rng.below(items_count));
+      d.drafts.push_back(t);
+    }
+    const Mix m = kMix[s % std::size(kMix)];
+    for (int32_t j = 0; j < rows; ++j, ++r) {
+      PenaltyRow p{.repetition = m.rep,
+                   .frequency = m.freq,
+                   .presence = m.pres,
+                   .items_begin = items_begin,
+                   .items_count = items_count,
+                   .drafts_begin = drafts_begin,
+                   .drafts_count = j};
+      int32_t words[PenaltyRow::kWords];
+      std::memcpy(words, &p, sizeof p);
+      d.sample_rows.insert(d.sample_rows.end(), words, words + PenaltyRow::kWords);
+    }
   }
 }
 
@@ -386,6 +453,15 @@ std::vector<OpCase> op_cases(DType dtype) {
     add(c);
   }
 
+  // ---- penalize: a verify step's sequences and single decode rows.
+  for (auto [vocab, seqs] : {std::tuple<int64_t, std::vector<SeqRows>>{151936, {{0, 16}, {0, 1}, {0, 16}, {0, 9}, {0, 1}, {0, 16}, {0, 16}}},
+                             {8192, std::vector<SeqRows>(24, {0, 16})},
+                             {1000, {{0, 1}, {0, 1}, {0, 1}}}}) {
+    OpCase c{.op = Op::Penalize, .dim = vocab, .seqs = seqs};
+    c.name = "penalize_v" + S(vocab) + "_" + seqs_label(seqs);
+    add(c);
+  }
+
   // ---- paged_attention: several sequences of different lengths per batch,
   // shuffled block tables, block size 16. Contexts of 0 and of a few keys make
   // an off-by-one in the mask visible; 32k contexts cover long split-KV paths.
@@ -536,6 +612,9 @@ std::shared_ptr<const CaseData> make_case_data(const OpCase& c, uint64_t seed) {
     case Op::Sample:
     case Op::Accept:
       make_sample_data(c, rng, *d);
+      break;
+    case Op::Penalize:
+      make_penalty_data(c, rng, *d);
       break;
     case Op::PagedAttention: {
       d->attn = make_attn_batch(c.seqs, c.block_size, rng.next());
@@ -752,6 +831,19 @@ void Bound::setup(const OpCase& c, const CaseData& d) {
       output("tokens", tokens);
       break;
     }
+    case Op::Penalize: {
+      const auto rows_n = static_cast<int64_t>(d.sample_rows.size()) / PenaltyRow::kWords;
+      const Tensor x = put(DType::F32, rows_n, c.dim, d.x);
+      keep_.push_back(upload_i32(be_, d.sample_rows));
+      const Tensor rows = keep_.back().t.reshape(rows_n, PenaltyRow::kWords);
+      keep_.push_back(upload_i32(be_, d.penalty_items));
+      const Tensor items = keep_.back().t.reshape(static_cast<int64_t>(d.penalty_items.size()) / 3, 3);
+      keep_.push_back(upload_i32(be_, d.drafts));
+      const Tensor drafts = keep_.back().t;
+      op_ = [this, x, rows, items, drafts] { be_.penalize(x, rows, items, drafts); };
+      output("logits", x);  // the whole rows: untouched tokens must keep their values
+      break;
+    }
     case Op::PagedAttention: {
       attn_ = upload_attn_batch(be_, d.attn);
       const int64_t rows = d.attn.n_rows, q_w = c.heads * hd, kv_w = c.kv_heads * hd;
@@ -812,6 +904,12 @@ Traffic traffic(const OpCase& c, const Backend& backend) {
       double rows = static_cast<double>(c.n);
       for (const SeqRows& s : c.seqs) rows += s.rows;
       t.bytes = 4 * rows * dim + 36 * rows;  // the logits once, the rows' parameters and tokens
+      break;
+    }
+    case Op::Penalize: {
+      double rows = 0;
+      for (const SeqRows& s : c.seqs) rows += s.rows;
+      t.bytes = 32 * rows;  // the row words; the touched logits are few
       break;
     }
     case Op::PagedAttention: {

@@ -25,6 +25,7 @@ enum class Op : uint8_t {
   Argmax,
   Sample,  // Backend::sample: f32 logits rows -> tokens
   Accept,  // Backend::accept: sequences of logits rows -> {accepted, bonus}
+  Penalize,  // Backend::penalize: logit bias and penalties, in place, per row
   PagedAttention,
   Copy,  // f32 -> the backend's activation dtype (the residual stream out as taps)
 };

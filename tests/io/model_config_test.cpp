@@ -174,11 +174,11 @@ TEST(ModelConfig, WrongTypes) {
 
 TEST(ModelConfig, UnsupportedFeaturesAreRefused) {
   json j = json::parse(kQwen3);
-  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
-  expect_error([&] { parse(j); }, {"test/config.json", "\"rope_scaling\"", "not supported", "yarn"});
+  j["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 4.0}};
+  expect_error([&] { parse(j); }, {"test/config.json", "\"rope_scaling.rope_type\"", "not supported", "dynamic"});
   j = json::parse(kQwen3);
-  j["rope_parameters"] = {{"rope_type", "llama3"}, {"rope_theta", 500000}};
-  expect_error([&] { parse(j); }, {"\"rope_parameters.rope_type\"", "\"llama3\""});
+  j["rope_parameters"] = {{"rope_type", "longrope"}, {"rope_theta", 1000000}};
+  expect_error([&] { parse(j); }, {"\"rope_parameters.rope_type\"", "\"longrope\""});
   j = json::parse(kQwen3);
   j["hidden_act"] = "gelu";
   expect_error([&] { parse(j); }, {"\"hidden_act\"", "\"silu\"", "\"gelu\""});
