@@ -13,6 +13,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+import dflash_config
+
 
 def compute_dtype(x):
     # Norms and softmax run in at least fp32, like transformers' Qwen3.
@@ -50,13 +52,13 @@ def apply_rope(x, cos, sin):
     return x * cos.unsqueeze(-3) + rotate_half(x) * sin.unsqueeze(-3)
 
 
-def build_mask(q_pos, q_blk, k_pos, k_blk, anchor_of_block, sliding_window):
+def build_mask(q_pos, q_blk, k_pos, k_blk, anchor_of_block, window, causal):
     """Boolean [..., Q, K] mask, True = may attend.
 
     Context keys (k_blk == -1): visible to a block's queries iff the key's position is
-    strictly before that block's anchor. Block keys: visible only within the same block;
-    full layers see the whole block (bidirectional), sliding layers are causal inside the
-    block. Sliding layers also limit every key to positions in (p - W, p].
+    strictly before that block's anchor. Block keys: visible only within the same block,
+    all of it unless the layer is causal (then keys at or before the query). A window W
+    (sliding layers) also limits keys to positions in (p - W, p + W): (p - W, p] when causal.
     """
     qp = q_pos[..., :, None]
     kp = k_pos[..., None, :]
@@ -65,11 +67,12 @@ def build_mask(q_pos, q_blk, k_pos, k_blk, anchor_of_block, sliding_window):
     anchor = torch.gather(anchor_of_block, -1, q_blk).unsqueeze(-1)  # [..., Q, 1]
     ctx_ok = (kb == -1) & (kp < anchor)
     blk_ok = kb == qb
-    if sliding_window is not None:
+    if causal:
         blk_ok = blk_ok & (kp <= qp)
-        win = (kp > qp - sliding_window) & (kp <= qp)
-        return (ctx_ok | blk_ok) & win
-    return ctx_ok | blk_ok
+    ok = ctx_ok | blk_ok
+    if window:
+        ok = ok & (kp > qp - window) & (kp < qp + window)
+    return ok
 
 
 def attention(q, k, v, mask):
@@ -85,12 +88,12 @@ def attention(q, k, v, mask):
 
 
 class DrafterLayer(nn.Module):
-    def __init__(self, cfg, layer_type):
+    def __init__(self, cfg, kind):
         super().__init__()
         h, d = cfg["hidden_size"], cfg["head_dim"]
         self.nq, self.nk, self.d = cfg["num_attention_heads"], cfg["num_key_value_heads"], d
-        self.layer_type = layer_type
-        self.window = cfg["sliding_window"] if layer_type == "sliding_attention" else None
+        sliding, window, causal = kind
+        self.mask_kind = (window if sliding else 0, causal)  # layers of one kind share a mask
         eps = cfg["rms_norm_eps"]
         self.self_attn = nn.Module()
         self.self_attn.q_proj = nn.Linear(h, self.nq * d, bias=False)
@@ -130,15 +133,14 @@ class DFlashDrafter(nn.Module):
         super().__init__()
         self.cfg = cfg
         h = cfg["hidden_size"]
-        dc = cfg["dflash_config"]
-        self.mask_token_id = dc["mask_token_id"]
-        self.target_layer_ids = list(dc["target_layer_ids"])
-        self.block_size = cfg["block_size"]
+        self.mask_token_id = dflash_config.mask_token_id(cfg)
+        self.target_layer_ids = dflash_config.target_layer_ids(cfg)
+        self.block_size = dflash_config.block_size(cfg)
+        self.rope_theta = dflash_config.rope_theta(cfg)
         k = len(self.target_layer_ids)
         self.fc = nn.Linear(k * h, h, bias=False)  # drafters are of the target's width
         self.hidden_norm = RMSNorm(h, cfg["rms_norm_eps"])
-        types = cfg.get("layer_types") or ["full_attention"] * cfg["num_hidden_layers"]
-        self.layers = nn.ModuleList([DrafterLayer(cfg, t) for t in types])
+        self.layers = nn.ModuleList([DrafterLayer(cfg, kind) for kind in dflash_config.layer_kinds(cfg)])
         self.norm = RMSNorm(h, cfg["rms_norm_eps"])
 
     def init_weights(self, std=0.02, generator=None):
@@ -163,14 +165,14 @@ class DFlashDrafter(nn.Module):
         k_blk = torch.cat([torch.full_like(k_ctx_pos, -1), q_blk], -1)
         masks = {}
         for layer in self.layers:
-            if layer.window not in masks:
-                masks[layer.window] = build_mask(q_pos, q_blk, k_pos, k_blk, anchors, layer.window)
-        theta = c["rope_theta"]
+            if layer.mask_kind not in masks:
+                masks[layer.mask_kind] = build_mask(q_pos, q_blk, k_pos, k_blk, anchors, *layer.mask_kind)
+        theta = self.rope_theta
         rope_q = rope_cos_sin(q_pos, c["head_dim"], theta, block_emb.dtype)
         rope_ctx = rope_cos_sin(k_ctx_pos, c["head_dim"], theta, block_emb.dtype)
         x = block_emb
         for layer in self.layers:
-            x = layer(x, ctx, rope_q, rope_ctx, masks[layer.window])
+            x = layer(x, ctx, rope_q, rope_ctx, masks[layer.mask_kind])
         return self.norm(x)
 
     def forward_blocks(self, ctx, block_emb, anchors):

@@ -3,12 +3,14 @@ for each block alone: a drafter trained one way and run the other would silently
 acceptance. Also checks the sliding window really limits what a query sees.
 Run: python3 tools/reference/test_drafter_layout.py   (CPU, a few seconds)
 """
+import json
 import os
 import sys
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dflash_config  # noqa: E402
 from dflash_drafter import DFlashDrafter, drafter_config  # noqa: E402
 
 TARGET = dict(num_hidden_layers=4, hidden_size=32, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
@@ -66,8 +68,55 @@ def check(layer_types, window):
     return worst
 
 
+def check_noncausal_window():
+    """use_swa with causal false (one layer): block row i sees rows i-2..i+2 of its block, no further."""
+    cfg = drafter_config(TARGET, num_layers=1, layer_types=["full_attention"], sliding_window=None,
+                         intermediate_size=48, mask_token_id=49, target_layer_ids=[0, 2], block_size=8)
+    cfg["dflash_config"].update({"use_swa": True, "swa_window_size": 3, "causal": False})
+    d = DFlashDrafter(cfg).double()
+    d.init_weights(std=0.3, generator=torch.Generator().manual_seed(2))
+    a, bs = 20, 8
+    ctx = d.project_context(torch.randn(a, 2 * 32, dtype=torch.float64))
+    emb = torch.randn(bs, 32, dtype=torch.float64)
+
+    def run(e):
+        return d.forward_hidden(e, torch.arange(a, a + bs), torch.zeros(bs, dtype=torch.long), ctx, torch.arange(a),
+                                torch.tensor([a]))
+    base = run(emb)
+    for moved_row, sees in ((5, True), (6, False), (1, True), (0, False)):  # seen from row 3 (window 3)
+        e = emb.clone()
+        e[moved_row] += 1.0
+        diff = (run(e)[3] - base[3]).abs().max().item()
+        assert (diff > 1e-6) == sees, f"row 3 and row {moved_row}: diff {diff}"
+
+
+def check_published_layouts():
+    """The published drafter configs resolve to the kinds src/model/dflash_config.h gives them."""
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "fixtures", "configs")
+    want = {
+        "qwen3-8b-dflash-b16": ([(False, 0, False)] * 5, 16, [1, 9, 17, 25, 33]),
+        "qwen3.6-27b-dflash": ([(True, 2048, True)] * 4 + [(False, 0, False)], 16, [1, 16, 31, 46, 61]),
+    }
+    for name, (kinds, block, taps) in want.items():
+        with open(os.path.join(root, name, "config.json")) as f:
+            cfg = json.load(f)
+        assert dflash_config.layer_kinds(cfg) == kinds, name
+        assert dflash_config.block_size(cfg) == block and dflash_config.target_layer_ids(cfg) == taps, name
+        assert dflash_config.rope_theta(cfg) > 0, name
+    moved = dict(cfg)
+    moved["dflash_config"] = dict(cfg["dflash_config"], block_size=moved.pop("block_size"))
+    moved["rope_parameters"] = {"rope_type": "default", "rope_theta": moved.pop("rope_theta")}
+    moved["is_causal"] = False
+    assert dflash_config.block_size(moved) == 16 and dflash_config.rope_theta(moved) == 1e7
+    assert dflash_config.layer_kinds(moved) == [(True, 2048, False)] * 4 + [(False, 0, False)]
+
+
 if __name__ == "__main__":
     print("full", check(["full_attention", "full_attention"], None))
     print("mixed", check(["sliding_attention", "full_attention"], 8))
     print("sliding only", check(["sliding_attention"], 8))
+    check_noncausal_window()
+    print("non-causal window ok")
+    check_published_layouts()
+    print("published layouts ok")
     print("ok")
