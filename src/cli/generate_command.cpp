@@ -184,6 +184,10 @@ CLI::App* add_generate_command(CLI::App& app, GenerateOptions& o) {
                       "vLLM spelling of the two above: "
                       "'{\"method\":\"dflash\",\"model\":\"DIR\",\"num_speculative_tokens\":15}'")
           ->type_name("JSON");
+  cmd->add_flag("--no-adaptive-speculation", o.no_adaptive_speculation,
+                "Draft --num-speculative-tokens every step; by default each request's draft length is chosen "
+                "every step (0 .. that many) from measured step costs and its acceptance so far "
+                "(also \"adaptive\":false in --speculative-config)");
   cmd->add_flag("--no-special", [&o](int64_t) { o.special = false; },
                 "Read special tokens written in the prompt (e.g. <|im_start|>) as plain text; by default they "
                 "become their ids, as Hugging Face tokenizers and vLLM do");
@@ -230,6 +234,7 @@ serving::EngineOptions engine_options(const GenerateOptions& o, const serving::S
   serving::EngineOptions e;
   e.model = o.model_dir;
   e.speculative = spec;
+  if (o.no_adaptive_speculation) e.speculative.adaptive = false;
   e.device = o.device;
   e.load_format = o.load_format;
   e.gpu_memory_utilization = o.gpu_memory_utilization;

@@ -27,6 +27,7 @@ struct GenerateOptions {
   // DFlash: --draft-model [--num-speculative-tokens], or --speculative-config JSON.
   std::string draft_model, speculative_config;
   int num_speculative_tokens = 0;
+  bool no_adaptive_speculation = false;  // draft num_speculative_tokens every step
   // Where and how the weights load: --device cpu|cuda|auto, --load-format auto|dummy.
   std::string device = "auto", load_format = "auto";
   bool special = true;  // special tokens written in the prompt become their ids

@@ -61,6 +61,54 @@ Engine::Engine(model::Qwen3Model& target, model::DFlashDrafter* drafter, const E
   sc.spec_rows = 1 + k_;
   scheduler_ = std::make_unique<Scheduler>(sc, *blocks_);
   runner_ = std::make_unique<ModelRunner>(target, drafter, config_.num_kv_blocks, config.kv_block_size);
+  if (drafter && k_ > 0) {
+    acceptance_ = std::make_unique<AcceptanceEstimate>(k_);
+    if (config.step_costs) {
+      costs_ = std::make_unique<StepCostModel>(*config.step_costs, /*learn=*/false);
+      calibrated_ = true;
+    } else {
+      costs_ = std::make_unique<StepCostModel>();
+      // Fixed-length engines calibrate when a request first asks for adaptive.
+      if (config.adaptive_speculation) calibrate_costs();
+    }
+  }
+}
+
+void Engine::calibrate_costs() {
+  calibrated_ = true;
+  CalibrationLimits limits;
+  limits.max_drafts = k_;
+  limits.max_seqs = config_.max_running;
+  limits.max_rows = config_.max_tokens_per_step;
+  limits.context_limit = context_limit_;
+  calibration_ = calibrate_step_costs(*runner_, *blocks_, limits, *costs_);
+}
+
+void Engine::choose_draft_rows(std::span<ScheduledRequest> decodes) {
+  candidates_.resize(decodes.size());
+  bool any_adaptive = false;
+  for (size_t i = 0; i < decodes.size(); ++i) {
+    const Request& r = *decodes[i].request;
+    DraftCandidate& c = candidates_[i];
+    c.context = decodes[i].pos0;
+    c.fixed = !r.params.adaptive_speculation.value_or(config_.adaptive_speculation);
+    if (c.fixed) {
+      c.max_drafts = k_;
+    } else {
+      // Drafts past the request's last token (max_tokens, the context) could
+      // never be committed.
+      const int64_t left = std::min<int64_t>(r.params.max_tokens - static_cast<int64_t>(r.output.size()),
+                                             context_limit_ - r.num_tokens());
+      c.max_drafts = std::clamp<int64_t>(left - 1, 0, k_);
+      any_adaptive = true;
+    }
+    c.accept.resize(static_cast<size_t>(c.max_drafts));
+    acceptance_->cumulative(r.id, c.accept);
+  }
+  if (!any_adaptive) return;  // every entry keeps spec_rows
+  if (!calibrated_) calibrate_costs();
+  const std::vector<int64_t> k = choose_draft_lengths(candidates_, *costs_);
+  for (size_t i = 0; i < decodes.size(); ++i) decodes[i].rows = 1 + k[i];
 }
 
 RequestId Engine::add(std::vector<int32_t> prompt, const SamplingParams& params, TokenSink on_token) {
@@ -144,6 +192,7 @@ bool Engine::finish_outside_step(RequestId id, FinishReason reason) {
   }
   Request& r = *it->second;
   scheduler_->finish(r, reason);
+  if (acceptance_) acceptance_->forget(id);
   r.finished_at = std::chrono::steady_clock::now();
   unreported_.push_back(id);
   return true;
@@ -172,7 +221,11 @@ std::vector<StepOutput> Engine::step() {
   apply_deferred();  // left behind by a step that threw
   report_unreported();
 
-  StepPlan plan = scheduler_->schedule();
+  const auto started = std::chrono::steady_clock::now();
+  StepPlan plan = acceptance_ ? scheduler_->schedule([this](std::span<ScheduledRequest> decodes) {
+    choose_draft_rows(decodes);
+  })
+                              : scheduler_->schedule();
   if (plan.empty()) return out;
   ++steps_;
   struct InStep {
@@ -207,6 +260,16 @@ std::vector<StepOutput> Engine::step() {
         r.spec.record(static_cast<int64_t>(drafts.size()), v.accepted);
         r.accepted.push_back(v.accepted);
       }
+      if (acceptance_) {
+        const auto k = static_cast<int64_t>(drafts.size());
+        stats_.record_length(k);
+        r.spec.record_length(k);
+        if (k > 0) {
+          acceptance_->observe(r.id, k, v.accepted);
+        } else {
+          acceptance_->idle(r.id);
+        }
+      }
       candidates.assign(drafts.begin(), drafts.begin() + v.accepted);
     }
     candidates.push_back(v.token);
@@ -229,9 +292,22 @@ std::vector<StepOutput> Engine::step() {
         {r.id, std::vector<int32_t>(emitted.begin(), emitted.end()), stopped, finish_reason_of(r.stop), r.stop});
   }
   runner_->write_context(plan, keep, *blocks_);
+  if (costs_ && costs_->learning()) {
+    StepShape shape;
+    for (const ScheduledRequest& e : plan.entries) {
+      if (e.kind == ScheduledRequest::Kind::Decode) {
+        shape.add_decode(e.pos0, e.rows);
+        shape.uneven |= e.rows != plan.entries[0].rows;
+      } else {
+        shape.add_prefill(e.pos0, e.rows);
+      }
+    }
+    costs_->observe(shape, seconds(std::chrono::steady_clock::now() - started));
+  }
   for (Request* r : stopped_requests) {
     r->finished_at = std::chrono::steady_clock::now();
     scheduler_->finish(*r, finish_reason_of(r->stop));
+    if (acceptance_) acceptance_->forget(r->id);
   }
   in_step_ = false;
   apply_deferred();

@@ -12,6 +12,16 @@
 // truncates exactly there -> drafter context written for the committed rows
 // -> finished requests release their KV blocks.
 //
+// Draft lengths (with a drafter): each step the scheduler places the decoding
+// requests and the engine chooses each one's draft length, 0 ..
+// num_speculative_tokens (draft_length_policy.h), from a step cost model
+// (step_cost_model.h: calibrated at construction by a few dummy steps,
+// cost_calibration.h, then fitted to every step's measured time) and each
+// request's acceptance estimate (acceptance_estimate.h, fed by every verify).
+// A request drafting 0 still gets its drafter context written, so it can
+// draft again any later step. Fixed-length requests (adaptive off for the
+// engine or the request) always draft num_speculative_tokens.
+//
 // A finished request's record stays until take_result() hands it over, so a
 // long-running loop that takes every result keeps no per-request state.
 #include <cstdint>
@@ -22,19 +32,31 @@
 #include <utility>
 #include <vector>
 
+#include "engine/acceptance_estimate.h"
 #include "engine/block_manager.h"
+#include "engine/cost_calibration.h"
+#include "engine/draft_length_policy.h"
 #include "engine/generation_result.h"
 #include "engine/model_runner.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "engine/spec_stats.h"
+#include "engine/step_cost_model.h"
 
 namespace flashdraft::engine {
 
 struct EngineConfig {
   // Draft tokens per step. -1: the drafter's block_size - 1 (0 without a
-  // drafter). At most block_size - 1; > 0 needs a drafter.
+  // drafter). At most block_size - 1; > 0 needs a drafter. With adaptive
+  // speculation, the most a request drafts.
   int64_t num_speculative_tokens = -1;
+  // Choose each request's draft length every step (SamplingParams::
+  // adaptive_speculation overrides it per request); false: always
+  // num_speculative_tokens.
+  bool adaptive_speculation = true;
+  // A fixed step cost model instead of the calibrated and refined one, so
+  // that the draft lengths do not depend on the clock (tests).
+  std::optional<StepCostModel::Coefficients> step_costs;
   int64_t kv_block_size = 16;
   // 0: room for max_running requests that each fill the whole context.
   int64_t num_kv_blocks = 0;
@@ -107,6 +129,10 @@ class Engine {
   const SpecStats& stats() const { return stats_; }
   int64_t preemptions() const { return scheduler_->preemptions(); }
   int64_t num_speculative_tokens() const { return k_; }
+  bool adaptive_speculation() const { return config_.adaptive_speculation; }
+  // The step cost model (null without a drafter) and its start-up calibration.
+  const StepCostModel* step_costs() const { return costs_.get(); }
+  const CalibrationReport& calibration() const { return calibration_; }
   int64_t steps() const { return steps_; }
   int64_t context_limit() const { return context_limit_; }
   int64_t num_kv_blocks() const { return blocks_->num_blocks(); }
@@ -118,6 +144,9 @@ class Engine {
   size_t keep_until_stop(Request& r, std::span<const int32_t> candidates, bool* stopped);
   bool finish_outside_step(RequestId id, FinishReason reason);
   void apply_deferred();
+  // Sets the rows of the step's decode entries (Scheduler::ChooseRows).
+  void choose_draft_rows(std::span<ScheduledRequest> decodes);
+  void calibrate_costs();
 
   model::Qwen3Model& target_;
   EngineConfig config_;
@@ -133,6 +162,11 @@ class Engine {
   bool in_step_ = false;
   RequestId next_id_ = 0;
   SpecStats stats_;
+  std::unique_ptr<StepCostModel> costs_;
+  std::unique_ptr<AcceptanceEstimate> acceptance_;
+  bool calibrated_ = false;
+  CalibrationReport calibration_;
+  std::vector<DraftCandidate> candidates_;
 };
 
 }  // namespace flashdraft::engine

@@ -19,6 +19,11 @@ struct SamplingParams {
   std::vector<int32_t> stop_token_ids;  // stop even with ignore_eos
   std::vector<std::string> stop;        // stop strings, never emitted
   bool ignore_eos = false;
+  // With a drafter: choose this request's draft length every step (true) or
+  // always draft num_speculative_tokens (false); none: the engine's setting
+  // (EngineConfig::adaptive_speculation). Not a sampling matter, but it
+  // travels with the request as these do.
+  std::optional<bool> adaptive_speculation;
   // Applied on the backend before sampling (Backend::penalize), greedy rows
   // included, as in vLLM: presence and frequency over the output tokens
   // (OpenAI's definition), repetition over prompt and output (divides a

@@ -68,7 +68,7 @@ Request* Scheduler::preempt_youngest() {
   return victim;
 }
 
-StepPlan Scheduler::schedule() {
+StepPlan Scheduler::schedule(const ChooseRows& choose_rows) {
   StepPlan plan;
   int64_t budget = config_.max_tokens_per_step;
   auto scheduled = [&](const Request* r) {
@@ -92,6 +92,16 @@ StepPlan Scheduler::schedule() {
     }
     plan.entries.push_back({r, ScheduledRequest::Kind::Decode, r->num_computed, config_.spec_rows, false});
     budget -= config_.spec_rows;
+  }
+  if (choose_rows && !plan.entries.empty()) {
+    choose_rows(plan.entries);
+    for (ScheduledRequest& e : plan.entries) {
+      if (e.rows < 1 || e.rows > config_.spec_rows) {
+        throw std::logic_error("scheduler: a decode entry given " + std::to_string(e.rows) + " rows (expected 1 .. " +
+                               std::to_string(config_.spec_rows) + ")");
+      }
+      budget += config_.spec_rows - e.rows;
+    }
   }
 
   // Prefills already under way (their blocks were taken at admission).

@@ -2,15 +2,17 @@
 // Continuous batching: each step decides which requests run and how many
 // token rows each gets.
 //
-// Order within a step: running Decoding requests (oldest first, spec_rows rows
-// each), then running Prefilling requests continue their prompt, then Waiting
+// Order within a step: running Decoding requests (oldest first, up to
+// spec_rows rows each: the caller's choose_rows picks each one's rows), then running Prefilling requests continue their prompt, then Waiting
 // requests are admitted strictly first-come first-served while the row budget,
 // max_running and free blocks allow. A prompt longer than what is left of the
 // row budget is split into chunks over several steps.
 //
 // Capacity: a request is admitted only when blocks for its whole prefill are
 // free (taken at once, so its later chunks never wait for memory); a decoding
-// request grows its table by the rows of each step. When a running request
+// request grows its table by the rows of each step, reserved for spec_rows
+// whatever rows it was given (so a longer draft next step never needs a
+// preemption this step's plan did not make). When a running request
 // cannot grow, the most recently admitted running request is preempted (blocks
 // freed, back to the FRONT of the waiting queue, it recomputes prompt + output
 // later) until it can, possibly the request itself. Admission never preempts,
@@ -22,6 +24,8 @@
 // rejecting any request that could not run alone in the whole pool.
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <span>
 #include <vector>
 
 #include "engine/block_manager.h"
@@ -32,7 +36,7 @@ namespace flashdraft::engine {
 struct SchedulerConfig {
   int64_t max_running = 8;            // requests Prefilling or Decoding at once
   int64_t max_tokens_per_step = 512;  // row budget of one batched forward
-  int64_t spec_rows = 1;              // rows of a decode step: 1 + num_speculative_tokens
+  int64_t spec_rows = 1;              // most rows of a decode step: 1 + num_speculative_tokens
 };
 
 struct ScheduledRequest {
@@ -40,7 +44,7 @@ struct ScheduledRequest {
   Request* request = nullptr;
   Kind kind = Kind::Prefill;
   int64_t pos0 = 0;  // first position of the rows (= request->num_computed)
-  int64_t rows = 0;  // prefill: chunk length; decode: spec_rows (anchor + drafts)
+  int64_t rows = 0;  // prefill: chunk length; decode: 1 + drafts (anchor + drafts), at most spec_rows
   // Prefill: this chunk completes the prefill, so its last row's logits give
   // the request's next token.
   bool last_chunk = false;
@@ -64,9 +68,15 @@ class Scheduler {
   // prompt + max_tokens could not fit even in the whole KV pool.
   void add(Request& request);
 
+  // Sets the rows (1 .. spec_rows) of the step's decode entries, which come
+  // with spec_rows; called once the decode entries are placed, before the
+  // prefills get what is left of the row budget.
+  using ChooseRows = std::function<void(std::span<ScheduledRequest> decodes)>;
+
   // Plans the next step. Block tables of the planned requests cover every
-  // planned row. Empty only when there is no work.
-  StepPlan schedule();
+  // planned row. Empty only when there is no work. Without choose_rows every
+  // decode entry has spec_rows rows.
+  StepPlan schedule(const ChooseRows& choose_rows = {});
 
   // The runner is done with a request (stop, length, abort): frees its
   // blocks, removes it from the queues and marks it Finished.

@@ -24,6 +24,21 @@ void SpecStats::record(int64_t proposed, int64_t accepted) {
   for (size_t i = 0; i < static_cast<size_t>(accepted); ++i) ++accepted_at_[i];
 }
 
+void SpecStats::record_length(int64_t k) {
+  if (k < 0) throw Error(fmt::format("spec stats: a draft of {} tokens is impossible", k));
+  if (lengths_.size() <= static_cast<size_t>(k)) lengths_.resize(static_cast<size_t>(k) + 1, 0);
+  ++lengths_[static_cast<size_t>(k)];
+}
+
+double SpecStats::mean_draft_length() const {
+  int64_t steps = 0, drafted = 0;
+  for (size_t k = 0; k < lengths_.size(); ++k) {
+    steps += lengths_[k];
+    drafted += static_cast<int64_t>(k) * lengths_[k];
+  }
+  return steps == 0 ? 0.0 : static_cast<double>(drafted) / static_cast<double>(steps);
+}
+
 void SpecStats::merge(const SpecStats& other) {
   drafts_ += other.drafts_;
   draft_tokens_ += other.draft_tokens_;
@@ -35,6 +50,8 @@ void SpecStats::merge(const SpecStats& other) {
     proposed_at_[i] += other.proposed_at_[i];
     accepted_at_[i] += other.accepted_at_[i];
   }
+  if (lengths_.size() < other.lengths_.size()) lengths_.resize(other.lengths_.size(), 0);
+  for (size_t k = 0; k < other.lengths_.size(); ++k) lengths_[k] += other.lengths_[k];
 }
 
 double SpecStats::tau() const {
@@ -54,7 +71,19 @@ std::string SpecStats::summary() const {
   std::string s = fmt::format("tau {:.2f} ({} drafts, {}/{} draft tokens accepted), acceptance by position", tau(),
                               drafts_, accepted_tokens_, draft_tokens_);
   for (double r : acceptance_rates()) s += fmt::format(" {:.2f}", r);
+  if (!lengths_.empty()) s += ", " + lengths_summary();
   return s;
+}
+
+std::string SpecStats::lengths_summary() const {
+  std::string s = fmt::format("draft lengths mean {:.1f} (", mean_draft_length());
+  bool first = true;
+  for (size_t k = 0; k < lengths_.size(); ++k) {
+    if (lengths_[k] == 0) continue;
+    s += fmt::format("{}{}:{}", first ? "" : " ", k, lengths_[k]);
+    first = false;
+  }
+  return s + ")";
 }
 
 }  // namespace flashdraft::engine

@@ -129,6 +129,20 @@ std::string Metrics::render(double kv_cache_usage) const {
     out += fmt::format("vllm:spec_decode_num_accepted_tokens_per_pos_total{{{},position=\"{}\"}} {}\n", l, i,
                        spec_.accepted_at()[i]);
   }
+  // Adaptive speculation's choices: one observation per decode step of a
+  // request, its draft length (0: it decoded without drafting). vLLM has no
+  // such metric, hence flashdraft's prefix.
+  const std::string lengths = "flashdraft:spec_decode_draft_length";
+  header(out, lengths, "histogram", "Histogram of the draft length chosen per request and decode step.");
+  const auto& by_length = spec_.draft_lengths();
+  int64_t cumulative = 0, total = 0;
+  for (size_t k = 0; k < std::max<size_t>(by_length.size(), 16); ++k) {
+    cumulative += k < by_length.size() ? by_length[k] : 0;
+    total += k < by_length.size() ? static_cast<int64_t>(k) * by_length[k] : 0;
+    out += fmt::format("{}_bucket{{{},le=\"{}\"}} {}\n", lengths, l, k, cumulative);
+  }
+  out += fmt::format("{}_bucket{{{},le=\"+Inf\"}} {}\n{}_sum{{{}}} {}\n{}_count{{{}}} {}\n", lengths, l, cumulative,
+                     lengths, l, total, lengths, l, cumulative);
   header(out, "vllm:time_to_first_token_seconds", "histogram", "Histogram of time to first token in seconds.");
   ttft_.render(out, "vllm:time_to_first_token_seconds", l);
   header(out, "vllm:time_per_output_token_seconds", "histogram", "Histogram of time per output token in seconds.");

@@ -49,6 +49,7 @@ SamplingRequest read_sampling(const RequestFields& f, int64_t vocab_size) {
   if (const Json* ids = f.array("stop_token_ids")) s.stop_token_ids = token_ids(*ids, f.path_of("stop_token_ids"), vocab_size);
   s.ignore_eos = f.boolean("ignore_eos").value_or(false);
   s.skip_special_tokens = f.boolean("skip_special_tokens").value_or(true);
+  s.adaptive_speculation = f.boolean("adaptive_speculation");
   if (auto n = f.integer("n")) {
     if (*n < 1 || *n > kMaxChoices) f.fail("n", fmt::format("must be in [1, {}], got {}", kMaxChoices, *n));
     s.n = static_cast<int>(*n);
@@ -334,6 +335,7 @@ engine::SamplingParams resolve_sampling(const SamplingRequest& request, const en
   p.stop = request.stop;
   p.stop_token_ids = request.stop_token_ids;
   p.ignore_eos = request.ignore_eos;
+  p.adaptive_speculation = request.adaptive_speculation;
   const int64_t max_tokens = request.max_tokens ? *request.max_tokens : std::min(default_max_tokens.value_or(room), room);
   p.max_tokens = static_cast<int>(std::min<int64_t>(max_tokens, INT32_MAX));
   return p;

@@ -22,6 +22,10 @@ struct SamplingRequest {
   std::vector<int32_t> stop_token_ids;
   bool ignore_eos = false;
   bool skip_special_tokens = true;
+  // flashdraft's "adaptive_speculation": choose the draft length per step
+  // (true) or draft num_speculative_tokens every step (false); absent: the
+  // server's --speculative-config setting.
+  std::optional<bool> adaptive_speculation;
   int n = 1;
   bool stream = false, include_usage = false;
 };

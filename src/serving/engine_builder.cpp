@@ -114,6 +114,7 @@ std::unique_ptr<engine::Engine> make_engine(model::Qwen3Model& target, model::DF
                     *k, o.speculative.draft_model, block, block - 1));
   }
   c.num_speculative_tokens = k ? *k : -1;
+  c.adaptive_speculation = o.speculative.adaptive;
   c.max_running = o.max_num_seqs;
   const int64_t step_rows = drafter ? 1 + (k ? *k : block - 1) : 1;
   if (o.max_num_batched_tokens < step_rows) {
@@ -148,7 +149,12 @@ std::unique_ptr<engine::Engine> make_engine(model::Qwen3Model& target, model::DF
                static_cast<double>(pool.bytes(demand.bytes_per_block)) / (1 << 30), o.gpu_memory_utilization,
                pool.num_blocks, pool.num_blocks / pool.blocks_per_seq, o.max_num_seqs);
   }
-  return std::make_unique<engine::Engine>(target, drafter, c);
+  auto engine = std::make_unique<engine::Engine>(target, drafter, c);
+  if (log && engine->step_costs() && engine->calibration().steps > 0) {
+    fmt::print(log, "adaptive speculation: step costs calibrated from {} timed steps in {:.0f} ms\n",
+               engine->calibration().steps, engine->calibration().seconds * 1e3);
+  }
+  return engine;
 }
 
 LoadedEngine build_engine(ModelFiles files, const EngineOptions& options, std::FILE* log) {

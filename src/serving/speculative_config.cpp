@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <system_error>
 
 #include "core/error.h"
@@ -38,6 +39,16 @@ SpeculativeSetup parse_speculative_config(std::string_view text) {
                     kFlag, e.what()));
   }
   if (!j.is_object()) throw UsageError(fmt::format("{}: expected a JSON object, got {}", kFlag, j.dump()));
+  // flashdraft's own key (vLLM has none for it), taken out before the check
+  // of vLLM's keys below.
+  std::optional<bool> adaptive;
+  if (auto a = j.find("adaptive"); a != j.end()) {
+    if (!a->is_boolean()) {
+      throw UsageError(fmt::format("{}: \"adaptive\" must be true or false, got {}", kFlag, a->dump()));
+    }
+    adaptive = a->get<bool>();
+    j.erase(a);
+  }
   for (const auto& [key, value] : j.items()) {
     if (key != "method" && key != "model" && key != "num_speculative_tokens") {
       throw UsageError(
@@ -57,6 +68,7 @@ SpeculativeSetup parse_speculative_config(std::string_view text) {
   }
   SpeculativeSetup setup;
   setup.draft_model = model->get<std::string>();
+  if (adaptive) setup.adaptive = *adaptive;
   if (auto n = j.find("num_speculative_tokens"); n != j.end()) {
     if (!n->is_number_integer() || n->get<int64_t>() < 1 || n->get<int64_t>() > 1'000'000) {
       throw UsageError(fmt::format("{}: \"num_speculative_tokens\" must be an integer >= 1, got {}", kFlag, n->dump()));

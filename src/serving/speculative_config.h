@@ -2,6 +2,9 @@
 // The drafter settings, from either spelling: --draft-model D
 // [--num-speculative-tokens N], or vLLM's --speculative-config JSON
 // ('{"method":"dflash","model":"D","num_speculative_tokens":15}').
+// Draft lengths are adaptive unless "adaptive": false (generate:
+// --no-adaptive-speculation): num_speculative_tokens is then drafted every
+// step, otherwise it is the most a request drafts.
 #include <optional>
 #include <string>
 #include <string_view>
@@ -11,6 +14,7 @@ namespace flashdraft::serving {
 struct SpeculativeSetup {
   std::string draft_model;                    // empty: plain decoding
   std::optional<int> num_speculative_tokens;  // none: the drafter's block_size - 1
+  bool adaptive = true;                       // choose each request's draft length every step
 };
 
 // Throws UsageError (one line, naming the flag) on bad JSON, a method other

@@ -3,6 +3,10 @@
 // decoding emits, whether requests run one at a time, 8 at once, or in a KV
 // pool so small that requests get preempted and recomputed.
 //
+// drafter-full drafts a fixed length; drafter-swa runs adaptive speculation
+// on a CPU-like cost model given outright (cpu_like_costs.h), so draft
+// lengths vary by request and step (0 included) and do not depend on the clock.
+//
 // Plain greedy itself is the same engine without a drafter; it is tied to the
 // independent per-request path (Qwen3Model::forward with a contiguous KV
 // cache) on a sample of prompts.
@@ -14,6 +18,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cpu_like_costs.h"
 #include "model/greedy.h"
 #include "shipped_models.h"
 
@@ -81,30 +86,52 @@ TEST(LosslessReference, PlainGreedy) {
   if (!HasFailure()) std::ofstream(kReferenceFile) << nlohmann::json(plain).dump();
 }
 
-class LosslessDrafter : public ::testing::TestWithParam<const char*> {};
+class LosslessDrafter : public ::testing::TestWithParam<const char*> {
+ protected:
+  bool adaptive() const { return std::string(GetParam()) == "drafter-swa"; }
+  EngineConfig config() const {
+    EngineConfig c;
+    c.adaptive_speculation = adaptive();
+    if (adaptive()) c.step_costs = cpu_like_costs();
+    return c;
+  }
+  // The drafter drafted: a fixed length keeps tau up; adaptive lengths were
+  // really mixed (some steps without drafts, several lengths).
+  void expect_drafted(const RunResult& r) const {
+    EXPECT_GT(r.stats.tau(), 1.5);
+    std::printf("%s\n", r.stats.lengths_summary().c_str());
+    if (!adaptive()) return;
+    const auto& lengths = r.stats.draft_lengths();
+    int distinct = 0;
+    for (int64_t n : lengths) distinct += n > 0;
+    ASSERT_FALSE(lengths.empty());
+    EXPECT_GT(lengths[0], 0);
+    EXPECT_GE(distinct, 4);
+  }
+};
 
 TEST_P(LosslessDrafter, OneRequestAtATime) {
-  EngineConfig c;
+  EngineConfig c = config();
   c.max_running = 1;
   c.num_kv_blocks = pool_for(1);
   auto r = run_all(&shipped().drafter(GetParam()), c, humaneval_prompts(), greedy(kNewTokens));
   expect_identical(r.tokens, std::string(GetParam()) + ", one at a time");
   std::printf("%s, one at a time: %s\n", GetParam(), r.stats.summary().c_str());
-  EXPECT_GT(r.stats.tau(), 1.5);  // the drafter really drafts
+  expect_drafted(r);
 }
 
 TEST_P(LosslessDrafter, EightConcurrent) {
-  EngineConfig c;
+  EngineConfig c = config();
   c.max_running = 8;
   c.num_kv_blocks = pool_for(8);
   c.num_speculative_tokens = 7;  // half the verify rows of the default: CI time
   auto r = run_all(&shipped().drafter(GetParam()), c, humaneval_prompts(), greedy(kNewTokens));
   expect_identical(r.tokens, std::string(GetParam()) + ", 8 concurrent");
-  EXPECT_GT(r.stats.tau(), 1.5);
+  expect_drafted(r);
 }
 
 TEST_P(LosslessDrafter, PreemptedByATinyKVPool) {
-  EngineConfig c;
+  EngineConfig c = config();
   c.max_running = 8;
   c.kv_block_size = 16;
   // Room for about two and a half requests of ~150 prompt + 128 new tokens:
@@ -116,6 +143,7 @@ TEST_P(LosslessDrafter, PreemptedByATinyKVPool) {
               r.stats.summary().c_str());
   EXPECT_GT(r.preemptions, 10);
   expect_identical(r.tokens, std::string(GetParam()) + ", tiny KV pool");
+  expect_drafted(r);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shipped, LosslessDrafter, ::testing::Values("drafter-full", "drafter-swa"),

@@ -26,6 +26,7 @@ Outcome run_one(model::DFlashDrafter* drafter, const std::vector<int32_t>& promp
   c.max_running = 1;
   c.num_kv_blocks = 64;
   c.eos_token_ids = shipped().eos;
+  c.adaptive_speculation = false;  // stops inside accepted drafts need drafts every step
   Engine engine(*shipped().target, drafter, c);
   const RequestId id = engine.add(prompt, params, std::move(sink));
   while (engine.has_work()) engine.step();
@@ -47,6 +48,7 @@ TEST(Stops, TruncateExactlyInsideAcceptedRuns) {
   c.max_running = 16;
   c.num_kv_blocks = 16 * 16;
   c.eos_token_ids = shipped().eos;
+  c.adaptive_speculation = false;  // stops inside accepted drafts need drafts every step
   Engine engine(*shipped().target, &drafter, c);
   struct Cut {
     RequestId id;
@@ -102,6 +104,7 @@ TEST(Stops, EosEndsTheRequestUnlessIgnored) {
   EngineConfig c;
   c.num_kv_blocks = 64;
   c.eos_token_ids = {eos};
+  c.adaptive_speculation = false;  // stops inside accepted drafts need drafts every step
   for (model::DFlashDrafter* d : {static_cast<model::DFlashDrafter*>(nullptr), &drafter}) {
     Engine engine(*shipped().target, d, c);
     const RequestId stopped = engine.add(prompt, greedy(kTokens));

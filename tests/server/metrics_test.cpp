@@ -39,6 +39,7 @@ TEST(Metrics, CountersGaugesAndSpecDecode) {
   r.finish_reason = "stop";
   r.spec.record(4, 2);
   r.spec.record(4, 0);
+  for (int64_t k : {4, 4, 0, 2}) r.spec.record_length(k);
   m.record(r, true);
   r.finish_reason = "abort";
   r.spec = {};
@@ -59,6 +60,15 @@ TEST(Metrics, CountersGaugesAndSpecDecode) {
   EXPECT_EQ(sample(text, "vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name=\"tiny\",position=\"1\"}"), 1);
   EXPECT_NE(text.find("# TYPE vllm:time_to_first_token_seconds histogram"), std::string::npos);
   EXPECT_NE(text.find("# TYPE vllm:spec_decode_num_drafts counter"), std::string::npos);
+  // Draft lengths 4, 4, 0, 2: cumulative buckets, sum 10, count 4.
+  const std::string len = "flashdraft:spec_decode_draft_length";
+  EXPECT_EQ(sample(text, len + "_bucket{model_name=\"tiny\",le=\"0\"}"), 1);
+  EXPECT_EQ(sample(text, len + "_bucket{model_name=\"tiny\",le=\"1\"}"), 1);
+  EXPECT_EQ(sample(text, len + "_bucket{model_name=\"tiny\",le=\"3\"}"), 2);
+  EXPECT_EQ(sample(text, len + "_bucket{model_name=\"tiny\",le=\"15\"}"), 4);
+  EXPECT_EQ(sample(text, len + "_bucket{model_name=\"tiny\",le=\"+Inf\"}"), 4);
+  EXPECT_EQ(sample(text, len + "_sum" + l), 10);
+  EXPECT_EQ(sample(text, len + "_count" + l), 4);
 }
 
 TEST(Metrics, HistogramBucketsAreCumulative) {

@@ -67,6 +67,20 @@ TEST(CompletionRequest, ReadsSamplingFields) {
   EXPECT_EQ(s.n, 3);
   EXPECT_TRUE(s.stream);
   EXPECT_TRUE(s.include_usage);
+  EXPECT_FALSE(s.adaptive_speculation.has_value());  // absent: the server's setting
+}
+
+TEST(CompletionRequest, ReadsThePerRequestSpeculationSwitch) {
+  auto r = parse_completion_request(R"({"prompt":"x","adaptive_speculation":false})", kVocab);
+  ASSERT_TRUE(r.sampling.adaptive_speculation.has_value());
+  EXPECT_FALSE(*r.sampling.adaptive_speculation);
+  EXPECT_EQ(resolve_sampling(r.sampling, {}, std::nullopt, 1, 100).adaptive_speculation, false);
+  try {
+    parse_completion_request(R"({"prompt":"x","adaptive_speculation":"no"})", kVocab);
+    ADD_FAILURE() << "a string was taken for the switch";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.param().value_or(""), "adaptive_speculation");
+  }
 }
 
 TEST(CompletionRequest, BadFieldsAreNamed) {

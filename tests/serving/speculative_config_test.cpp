@@ -18,6 +18,8 @@ TEST(SpeculativeConfig, ReadsTheVllmSpelling) {
   EXPECT_EQ(*s.num_speculative_tokens, 7);
   auto d = parse_speculative_config(R"({"method":"dflash","model":"D"})");
   EXPECT_FALSE(d.num_speculative_tokens.has_value());
+  EXPECT_TRUE(d.adaptive);  // adaptive draft lengths by default
+  EXPECT_FALSE(parse_speculative_config(R"({"method":"dflash","model":"D","adaptive":false})").adaptive);
 }
 
 void expect_usage_error(const std::string& json, const std::string& needle) {
@@ -39,6 +41,7 @@ TEST(SpeculativeConfig, BadInputIsAUsageErrorSayingWhat) {
   expect_usage_error(R"({"method":"dflash","model":3})", "\"model\"");
   expect_usage_error(R"({"method":"dflash","model":"D","num_speculative_tokens":0})", "num_speculative_tokens");
   expect_usage_error(R"({"method":"dflash","model":"D","num_speculative_tokens":2.5})", "num_speculative_tokens");
+  expect_usage_error(R"({"method":"dflash","model":"D","adaptive":"off"})", "\"adaptive\" must be true or false");
   expect_usage_error(R"({"method":"dflash","model":"D","draft_tensor_parallel_size":1})", "unknown key");
 }
 

@@ -1,0 +1,83 @@
+#include "engine/acceptance_estimate.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace flashdraft::engine {
+
+AcceptanceEstimate::AcceptanceEstimate(int64_t max_drafts) : max_k_(std::max<int64_t>(max_drafts, 0)) {
+  const auto k = static_cast<size_t>(max_k_);
+  // The prior as if kPriorWeight steps had seen it.
+  global_.tried.assign(k, kPriorWeight);
+  global_.kept.assign(k, kPriorWeight * kPrior);
+}
+
+double AcceptanceEstimate::global_rate(int64_t m) const {
+  const auto i = static_cast<size_t>(m - 1);
+  return global_.kept[i] / global_.tried[i];
+}
+
+double AcceptanceEstimate::request_rate(RequestId id, int64_t m) const {
+  const double g = global_rate(m);
+  auto it = requests_.find(id);
+  if (it == requests_.end()) return g;
+  const auto i = static_cast<size_t>(m - 1);
+  const double q = (it->second.kept[i] + kPriorWeight * g) / (it->second.tried[i] + kPriorWeight);
+  return it->second.idle >= kProbeAfter ? std::max(q, kPrior) : q;
+}
+
+void AcceptanceEstimate::cumulative(RequestId id, std::span<double> out) const {
+  double p = 1.0;
+  const size_t n = std::min(out.size(), static_cast<size_t>(max_k_));
+  for (size_t j = 0; j < n; ++j) {
+    p *= request_rate(id, static_cast<int64_t>(j + 1));
+    out[j] = p;
+  }
+  for (size_t j = n; j < out.size(); ++j) out[j] = 0.0;
+}
+
+AcceptanceEstimate::Counts& AcceptanceEstimate::request(RequestId id) {
+  auto [it, fresh] = requests_.try_emplace(id);
+  if (fresh) {
+    it->second.tried.assign(static_cast<size_t>(max_k_), 0.0);
+    it->second.kept.assign(static_cast<size_t>(max_k_), 0.0);
+  }
+  return it->second;
+}
+
+void AcceptanceEstimate::observe(RequestId id, int64_t proposed, int64_t accepted) {
+  if (proposed < 1 || proposed > max_k_ || accepted < 0 || accepted > proposed) {
+    throw Error(fmt::format("acceptance estimate: {} of {} drafts accepted (at most {} drafts)", accepted, proposed,
+                            max_k_));
+  }
+  Counts& r = request(id);
+  r.idle = 0;
+  for (size_t i = 0; i < r.tried.size(); ++i) {
+    r.tried[i] *= kRequestDecay;
+    r.kept[i] *= kRequestDecay;
+  }
+  const auto tried = static_cast<size_t>(std::min(accepted + 1, proposed));
+  for (size_t i = 0; i < tried; ++i) {
+    const double kept = static_cast<int64_t>(i) < accepted ? 1.0 : 0.0;
+    r.tried[i] += 1;
+    r.kept[i] += kept;
+    global_.tried[i] = global_.tried[i] * kGlobalDecay + 1;
+    global_.kept[i] = global_.kept[i] * kGlobalDecay + kept;
+  }
+}
+
+void AcceptanceEstimate::idle(RequestId id) {
+  Counts& r = request(id);
+  ++r.idle;
+  for (size_t i = 0; i < r.tried.size(); ++i) {
+    r.tried[i] *= kIdleDecay;
+    r.kept[i] *= kIdleDecay;
+  }
+}
+
+void AcceptanceEstimate::forget(RequestId id) { requests_.erase(id); }
+
+}  // namespace flashdraft::engine

@@ -1,0 +1,123 @@
+#include "engine/draft_length_policy.h"
+
+#include <algorithm>
+
+namespace flashdraft::engine {
+namespace {
+
+void add(StepShape& to, const StepShape& s, double sign) {
+  to.seqs += sign * s.seqs;
+  to.rows += sign * s.rows;
+  to.logit_rows += sign * s.logit_rows;
+  to.seq_keys += sign * s.seq_keys;
+  to.row_keys += sign * s.row_keys;
+  to.draft_seqs += sign * s.draft_seqs;
+  to.draft_rows += sign * s.draft_rows;
+  to.draft_keys += sign * s.draft_keys;
+}
+
+// The step as the search moves one request's length at a time: the summed
+// shape, how many requests have each row count (for StepShape::uneven) and
+// the expected tokens.
+class Batch {
+ public:
+  Batch(std::span<const DraftCandidate> c, std::vector<int64_t> k) : c_(c), k_(std::move(k)) {
+    int64_t most = 0;
+    for (const auto& x : c_) most = std::max(most, x.max_drafts);
+    rows_count_.assign(static_cast<size_t>(most + 2), 0);
+    per_.resize(c_.size());
+    for (size_t i = 0; i < c_.size(); ++i) {
+      per_[i].resize(static_cast<size_t>(c_[i].max_drafts + 1));
+      for (int64_t j = 0; j <= c_[i].max_drafts; ++j) per_[i][static_cast<size_t>(j)].add_decode(c_[i].context, 1 + j);
+      enter(i);
+    }
+  }
+
+  const std::vector<int64_t>& lengths() const { return k_; }
+  int64_t length(size_t i) const { return k_[i]; }
+
+  void set(size_t i, int64_t k) {
+    leave(i);
+    k_[i] = k;
+    enter(i);
+  }
+
+  double rate(const StepCostModel& costs) const {
+    StepShape s = shape_;
+    s.uneven = distinct_ > 1;
+    return tokens_ / std::max(costs.predict(s), 1e-12);
+  }
+
+ private:
+  void enter(size_t i) {
+    add(shape_, per_[i][static_cast<size_t>(k_[i])], 1);
+    if (rows_count_[static_cast<size_t>(k_[i])]++ == 0) ++distinct_;
+    tokens_ += expected_tokens(c_[i], k_[i]);
+  }
+  void leave(size_t i) {
+    add(shape_, per_[i][static_cast<size_t>(k_[i])], -1);
+    if (--rows_count_[static_cast<size_t>(k_[i])] == 0) --distinct_;
+    tokens_ -= expected_tokens(c_[i], k_[i]);
+  }
+
+  std::span<const DraftCandidate> c_;
+  std::vector<int64_t> k_;
+  std::vector<std::vector<StepShape>> per_;  // per request and length: its share of the step
+  std::vector<int64_t> rows_count_;          // requests per draft length
+  int64_t distinct_ = 0;
+  StepShape shape_;
+  double tokens_ = 0;
+};
+
+}  // namespace
+
+double expected_tokens(const DraftCandidate& c, int64_t k) {
+  double t = 1.0;
+  for (int64_t j = 0; j < k && j < static_cast<int64_t>(c.accept.size()); ++j) t += c.accept[static_cast<size_t>(j)];
+  return t;
+}
+
+std::vector<int64_t> choose_draft_lengths(std::span<const DraftCandidate> candidates, const StepCostModel& costs) {
+  const size_t n = candidates.size();
+  std::vector<int64_t> k(n, 0);
+  int64_t most = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (candidates[i].fixed) k[i] = candidates[i].max_drafts;
+    most = std::max(most, candidates[i].max_drafts);
+  }
+  Batch batch(candidates, k);
+
+  // One length for everyone.
+  double best = batch.rate(costs);
+  int64_t best_u = 0;
+  for (int64_t u = 1; u <= most; ++u) {
+    for (size_t i = 0; i < n; ++i)
+      if (!candidates[i].fixed) batch.set(i, std::min(u, candidates[i].max_drafts));
+    const double r = batch.rate(costs);
+    if (r > best) best = r, best_u = u;
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (!candidates[i].fixed) batch.set(i, std::min(best_u, candidates[i].max_drafts));
+
+  // Then each request on its own.
+  for (int round = 0; round < 4; ++round) {
+    bool changed = false;
+    for (size_t i = 0; i < n; ++i) {
+      if (candidates[i].fixed) continue;
+      const int64_t was = batch.length(i);
+      int64_t pick = was;
+      for (int64_t j = 0; j <= candidates[i].max_drafts; ++j) {
+        if (j == was) continue;
+        batch.set(i, j);
+        const double r = batch.rate(costs);
+        if (r > best * (1 + 1e-9)) best = r, pick = j;
+      }
+      batch.set(i, pick);
+      changed |= pick != was;
+    }
+    if (!changed) break;
+  }
+  return batch.lengths();
+}
+
+}  // namespace flashdraft::engine
