@@ -8,6 +8,7 @@
 
 #include "cli/bench_serve_command.h"
 #include "cli/generate_command.h"
+#include "cli/inspect_command.h"
 #include "cli/token_commands.h"
 #include "core/error.h"
 #include "server/serve_command.h"
@@ -48,18 +49,20 @@ int run(int argc, char** argv) {
   CLI::App* bench_serve_cmd = add_bench_serve_command(app, bench_serve);
   server::ServeOptions serve;
   CLI::App* serve_cmd = server::add_serve_command(app, serve);
+  InspectOptions inspect;
+  CLI::App* inspect_cmd = add_inspect_command(app, inspect);
 
   // CLI11 would call a misspelt subcommand "missing"; name it instead.
   auto is_subcommand = [&](const std::string& name) {
     if (bench_serve_cmd->get_parent()->check_name(name)) return true;
-    for (const CLI::App* sub : {generate_cmd, tokenize_cmd, detokenize_cmd, serve_cmd}) {
+    for (const CLI::App* sub : {generate_cmd, tokenize_cmd, detokenize_cmd, serve_cmd, inspect_cmd}) {
       if (sub->check_name(name)) return true;
     }
     return false;
   };
   if (argc > 1 && argv[1][0] != '-' && !is_subcommand(argv[1])) {
-    return fail(kExitUsage, fmt::format("unknown subcommand '{}'; expected bench, generate, serve, tokenize or "
-                                        "detokenize (see 'flashdraft --help')",
+    return fail(kExitUsage, fmt::format("unknown subcommand '{}'; expected bench, generate, inspect, serve, "
+                                        "tokenize or detokenize (see 'flashdraft --help')",
                                         argv[1]));
   }
   try {
@@ -79,6 +82,11 @@ int run(int argc, char** argv) {
     if (detokenize_cmd->parsed()) run_detokenize(detokenize);
     if (bench_serve_cmd->parsed()) run_bench_serve(bench_serve);
     if (serve_cmd->parsed()) server::run_serve(serve);
+    if (inspect_cmd->parsed()) {
+      const auto problems = run_inspect(inspect);  // one line each, as every error here
+      for (const auto& p : problems) fail(kExitFailure, p);
+      if (!problems.empty()) return kExitFailure;
+    }
   } catch (const UsageError& e) {
     return fail(kExitUsage, e.what());
   } catch (const Error& e) {
