@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build pkg-config ccache git
   libpcre2-dev libutf8proc-dev nlohmann-json3-dev libcli11-dev libfmt-dev
-  libopenblas-dev libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev nodejs npm)
+  libopenblas-dev libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev libcurl4-openssl-dev nodejs npm)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -17,6 +17,7 @@
 #include "engine/generation_result.h"
 #include "engine/llm_engine.h"
 #include "serving/engine_builder.h"
+#include "serving/model_dir.h"
 #include "serving/text_output.h"
 #include "tokenizer/tokenizer.h"
 
@@ -122,9 +123,13 @@ CLI::App* add_generate_command(CLI::App& app, GenerateOptions& o) {
       "min-p 0). Generation ends at an end-of-sequence token (from generation_config.json, config.json or\n"
       "tokenizer_config.json), a stop string, --max-tokens, or the model's context length. A summary line\n"
       "(token counts, speeds, stop reason) goes to stderr.");
-  cmd->add_option("--model", o.model_dir, "Model directory (config.json, safetensors, tokenizer.json)")
+  cmd->add_option("--model", o.model_dir,
+                  "Model directory (config.json, safetensors, tokenizer.json), or a Hugging Face hub id ORG/NAME "
+                  "(from the local cache, downloaded into it when absent)")
       ->required()
-      ->type_name("DIR");
+      ->type_name("DIR|ID");
+  cmd->add_option("--revision", o.revision, "With a hub id: the branch, tag or commit (default: main)")
+      ->type_name("REV");
   o.prompt_option = cmd->add_option("--prompt", o.prompt, "Prompt text")->type_name("TEXT");
   o.prompt_file_option =
       cmd->add_option("--prompt-file", o.prompt_file, "Read the prompt text from this file")->type_name("FILE");
@@ -172,8 +177,8 @@ CLI::App* add_generate_command(CLI::App& app, GenerateOptions& o) {
                 "Keep generating past end-of-sequence tokens, up to --max-tokens (default: off)");
   o.draft_model_option =
       cmd->add_option("--draft-model", o.draft_model,
-                      "DFlash drafter directory: speculative decoding; greedy output is token-identical to plain "
-                      "decoding, sampled output has the same distribution (default: none)")
+                      "DFlash drafter directory or hub id: speculative decoding; greedy output is token-identical "
+                      "to plain decoding, sampled output has the same distribution (default: none)")
           ->type_name("DIR");
   o.num_speculative_tokens_option =
       cmd->add_option("--num-speculative-tokens", o.num_speculative_tokens,
@@ -243,7 +248,8 @@ serving::EngineOptions engine_options(const GenerateOptions& o, const serving::S
   return e;
 }
 
-void run_generate(const GenerateOptions& o) {
+void run_generate(const GenerateOptions& given) {
+  GenerateOptions o = given;  // model_dir becomes a directory once usage checks pass
   // Usage mistakes first, then the model directories, then the (slow) weights.
   const bool batch = o.prompts_file_option->count() > 0;
   if (batch) {
@@ -263,7 +269,10 @@ void run_generate(const GenerateOptions& o) {
   check_sampling_flags(flags);
   const serving::SpeculativeSetup spec = serving::speculative_setup(
       if_given(o.draft_model_option, o.draft_model), if_given(o.num_speculative_tokens_option, o.num_speculative_tokens),
-      if_given(o.speculative_config_option, o.speculative_config));
+      if_given(o.speculative_config_option, o.speculative_config), o.load_format != "dummy");
+  o.model_dir = serving::resolve_model("--model", o.model_dir, {.tokenizer = true, .weights = o.load_format != "dummy"},
+                                       o.revision)
+                    .string();
   serving::EngineOptions options = engine_options(o, spec);
   if (batch) {
     run_batch(o, flags, options);

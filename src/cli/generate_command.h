@@ -13,7 +13,8 @@
 namespace flashdraft::cli {
 
 struct GenerateOptions {
-  std::string model_dir;
+  std::string model_dir;           // a directory, or a hub id (ORG/NAME) resolved through the HF cache
+  std::string revision = "main";   // --revision: of a hub id
   std::string prompt, prompt_file, prompt_ids;
   bool chat = false;
   std::string system;

@@ -22,7 +22,8 @@ std::string read_file(const std::string& path) {
 }
 
 tokenizer::Tokenizer load_tokenizer(const std::string& model_dir) {
-  return tokenizer::Tokenizer::load(serving::require_model_dir(model_dir, {"tokenizer.json"}));
+  const auto dir = serving::resolve_model("--model", model_dir, {.tokenizer = true, .weights = false});
+  return tokenizer::Tokenizer::load(serving::require_model_dir(dir, {"tokenizer.json"}));
 }
 
 }  // namespace
@@ -30,7 +31,7 @@ tokenizer::Tokenizer load_tokenizer(const std::string& model_dir) {
 CLI::App* add_tokenize_command(CLI::App& app, TokenizeOptions& options) {
   CLI::App* cmd = app.add_subcommand("tokenize", "Print the token ids of a text as a JSON array");
   cmd->add_option("--model", options.model_dir,
-                  "Model directory (only tokenizer.json and tokenizer_config.json are read)")
+                  "Model directory or hub id ORG/NAME (only tokenizer.json and tokenizer_config.json are read)")
       ->required()
       ->type_name("DIR");
   auto* text = cmd->add_option("--text", options.text, "Text to tokenize")->type_name("TEXT");
@@ -50,7 +51,7 @@ CLI::App* add_tokenize_command(CLI::App& app, TokenizeOptions& options) {
 CLI::App* add_detokenize_command(CLI::App& app, DetokenizeOptions& options) {
   CLI::App* cmd = app.add_subcommand("detokenize", "Print the text of a JSON array of token ids");
   cmd->add_option("--model", options.model_dir,
-                  "Model directory (only tokenizer.json and tokenizer_config.json are read)")
+                  "Model directory or hub id ORG/NAME (only tokenizer.json and tokenizer_config.json are read)")
       ->required()
       ->type_name("DIR");
   cmd->add_option("--ids", options.ids, "Token ids as a JSON array, e.g. '[9707,11,1879]'")

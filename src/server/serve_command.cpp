@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "server/http_server.h"
 #include "server/serving_model.h"
+#include "serving/model_dir.h"
 
 namespace flashdraft::server {
 namespace {
@@ -55,15 +56,19 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
       "/health (503 while loading, then 200), /metrics (Prometheus, vLLM's names), /version, POST /tokenize,\n"
       "/detokenize. With an API key, /v1 routes need 'Authorization: Bearer KEY'. SIGTERM or Ctrl-C stops\n"
       "gracefully. Sampling defaults come from the model's generation_config.json.");
-  cmd->add_option("--model", o.engine.model, "Model directory (config.json, safetensors, tokenizer.json)")
+  cmd->add_option("--model", o.engine.model,
+                  "Model directory (config.json, safetensors, tokenizer.json), or a Hugging Face hub id ORG/NAME "
+                  "(from the local cache, downloaded into it when absent)")
       ->required()
-      ->type_name("DIR");
+      ->type_name("DIR|ID");
+  cmd->add_option("--revision", o.revision, "With a hub id: the branch, tag or commit (default: main)")
+      ->type_name("REV");
   o.speculative_config_option =
       cmd->add_option("--speculative-config", o.speculative_config,
                       "DFlash drafter: '{\"method\":\"dflash\",\"model\":\"DIR\",\"num_speculative_tokens\":15}'")
           ->type_name("JSON");
   o.draft_model_option =
-      cmd->add_option("--draft-model", o.draft_model, "The drafter directory, instead of --speculative-config")
+      cmd->add_option("--draft-model", o.draft_model, "The drafter directory or hub id, instead of --speculative-config")
           ->type_name("DIR");
   o.num_speculative_tokens_option =
       cmd->add_option("--num-speculative-tokens", o.num_speculative_tokens,
@@ -127,7 +132,11 @@ void run_serve(ServeOptions& o) {
   o.engine.speculative =
       serving::speculative_setup(if_given(o.draft_model_option, o.draft_model),
                                  if_given(o.num_speculative_tokens_option, o.num_speculative_tokens),
-                                 if_given(o.speculative_config_option, o.speculative_config));
+                                 if_given(o.speculative_config_option, o.speculative_config),
+                                 o.engine.load_format != "dummy");
+  o.engine.model = serving::resolve_model("--model", o.engine.model,
+                                          {.tokenizer = true, .weights = o.engine.load_format != "dummy"}, o.revision)
+                       .string();
   // The small files first: a wrong --model fails before anything listens.
   serving::ModelFiles files = serving::read_model_files(o.engine.model);
 

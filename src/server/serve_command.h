@@ -14,6 +14,7 @@ struct ServeOptions {
   serving::EngineOptions engine;
   ServerOptions server;
   std::string draft_model, speculative_config;
+  std::string revision = "main";  // --revision: of --model when it is a hub id
   int num_speculative_tokens = 0;
   const CLI::Option *draft_model_option = nullptr, *speculative_config_option = nullptr,
                     *num_speculative_tokens_option = nullptr;

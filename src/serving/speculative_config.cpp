@@ -8,14 +8,16 @@
 #include <system_error>
 
 #include "core/error.h"
+#include "serving/model_dir.h"
 
 namespace flashdraft::serving {
 namespace {
 
-std::filesystem::path require_drafter_dir(const std::string& flag, const std::string& dir) {
+std::filesystem::path require_drafter_dir(const std::string& flag, const std::string& dir, const std::string& revision,
+                                          bool weights) {
   std::error_code ec;
-  std::filesystem::path abs = std::filesystem::absolute(dir, ec);
-  if (ec) abs = dir;
+  const std::filesystem::path abs =
+      resolve_model(flag, dir, ModelNeeds{.tokenizer = false, .weights = weights}, revision);
   if (!std::filesystem::is_directory(abs, ec)) {
     throw UsageError(fmt::format("{}: no such directory: {}", flag, abs.string()));
   }
@@ -50,9 +52,9 @@ SpeculativeSetup parse_speculative_config(std::string_view text) {
     j.erase(a);
   }
   for (const auto& [key, value] : j.items()) {
-    if (key != "method" && key != "model" && key != "num_speculative_tokens") {
-      throw UsageError(
-          fmt::format("{}: unknown key \"{}\" (supported: method, model, num_speculative_tokens)", kFlag, key));
+    if (key != "method" && key != "model" && key != "num_speculative_tokens" && key != "revision") {
+      throw UsageError(fmt::format(
+          "{}: unknown key \"{}\" (supported: method, model, num_speculative_tokens, revision)", kFlag, key));
     }
   }
   auto method = j.find("method");
@@ -64,7 +66,8 @@ SpeculativeSetup parse_speculative_config(std::string_view text) {
   }
   auto model = j.find("model");
   if (model == j.end() || !model->is_string() || model->get<std::string>().empty()) {
-    throw UsageError(fmt::format("{}: \"model\" must be the drafter's directory, a non-empty string", kFlag));
+    throw UsageError(
+        fmt::format("{}: \"model\" must be the drafter's directory or hub id, a non-empty string", kFlag));
   }
   SpeculativeSetup setup;
   setup.draft_model = model->get<std::string>();
@@ -75,12 +78,18 @@ SpeculativeSetup parse_speculative_config(std::string_view text) {
     }
     setup.num_speculative_tokens = n->get<int>();
   }
+  if (auto r = j.find("revision"); r != j.end()) {
+    if (!r->is_string() || r->get<std::string>().empty()) {
+      throw UsageError(fmt::format("{}: \"revision\" must be a branch, tag or commit name, got {}", kFlag, r->dump()));
+    }
+    setup.revision = r->get<std::string>();
+  }
   return setup;
 }
 
 SpeculativeSetup speculative_setup(const std::optional<std::string>& draft_model,
                                    const std::optional<int>& num_speculative_tokens,
-                                   const std::optional<std::string>& speculative_config) {
+                                   const std::optional<std::string>& speculative_config, bool drafter_weights) {
   if (speculative_config && (draft_model || num_speculative_tokens)) {
     throw UsageError(
         "--speculative-config already names the drafter and num_speculative_tokens; "
@@ -89,7 +98,8 @@ SpeculativeSetup speculative_setup(const std::optional<std::string>& draft_model
   SpeculativeSetup setup;
   if (speculative_config) {
     setup = parse_speculative_config(*speculative_config);
-    setup.draft_model = require_drafter_dir("--speculative-config model", setup.draft_model).string();
+    setup.draft_model =
+        require_drafter_dir("--speculative-config model", setup.draft_model, setup.revision, drafter_weights).string();
     return setup;
   }
   if (num_speculative_tokens && !draft_model)
@@ -98,7 +108,7 @@ SpeculativeSetup speculative_setup(const std::optional<std::string>& draft_model
     throw UsageError(fmt::format("--num-speculative-tokens: must be >= 1, got {}", *num_speculative_tokens));
   }
   if (draft_model) {
-    setup.draft_model = require_drafter_dir("--draft-model", *draft_model).string();
+    setup.draft_model = require_drafter_dir("--draft-model", *draft_model, "main", drafter_weights).string();
     setup.num_speculative_tokens = num_speculative_tokens;
   }
   return setup;

@@ -205,10 +205,7 @@ class CpuBackend final : public Backend {
     // Norm, then rotation, in place on `heads` consecutive heads at v.
     const auto rope_heads = [&](float* v, int64_t n_heads, const Tensor* norm_w, int64_t pos) {
       if (norm_w) cpu::rmsnorm(v, norm_w->as<float>(), v, n_heads, head_dim, eps);
-      cpu::rope_neox(v, &pos, rope.inv_freq.as<float>(), 1, n_heads, head_dim);
-      // yarn scales cos and sin, i.e. the whole rotated vector.
-      if (rope.attention_factor != 1.0f)
-        for (int64_t i = 0; i < n_heads * head_dim; ++i) v[i] *= rope.attention_factor;
+      cpu::rope_neox(v, &pos, rope.inv_freq.as<float>(), 1, n_heads, head_dim, rope.attention_factor);
     };
     for (int64_t r = 0; r < qkv.rows; ++r) {
       float* v = row(qkv, r);
