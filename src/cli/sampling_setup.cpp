@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <utility>
 
 #include "core/error.h"
 
@@ -24,6 +25,13 @@ void check_sampling_flags(const SamplingFlags& flags) {
   if (flags.min_p && !(*flags.min_p >= 0 && *flags.min_p <= 1)) {
     throw UsageError(fmt::format("--min-p: must be in [0, 1] (0 = off), got {}", *flags.min_p));
   }
+  for (auto [flag, v] : {std::pair{"--presence-penalty", flags.presence_penalty},
+                         std::pair{"--frequency-penalty", flags.frequency_penalty}}) {
+    if (v && !(*v >= -2 && *v <= 2)) throw UsageError(fmt::format("{}: must be in [-2, 2] (0 = off), got {}", flag, *v));
+  }
+  if (flags.repetition_penalty && !(std::isfinite(*flags.repetition_penalty) && *flags.repetition_penalty > 0)) {
+    throw UsageError(fmt::format("--repetition-penalty: must be > 0 (1 = off), got {}", *flags.repetition_penalty));
+  }
   for (const std::string& s : flags.stop) {
     if (s.empty()) throw UsageError("--stop: a stop string must not be empty");
   }
@@ -38,6 +46,9 @@ engine::SamplingParams resolve_sampling(const engine::SamplingParams& defaults, 
   if (flags.top_k) params.top_k = *flags.top_k;
   if (flags.min_p) params.min_p = *flags.min_p;
   if (flags.max_tokens) params.max_tokens = *flags.max_tokens;
+  if (flags.presence_penalty) params.presence_penalty = *flags.presence_penalty;
+  if (flags.frequency_penalty) params.frequency_penalty = *flags.frequency_penalty;
+  if (flags.repetition_penalty) params.repetition_penalty = *flags.repetition_penalty;
   params.seed = flags.seed;
   params.stop = flags.stop;
   params.ignore_eos = flags.ignore_eos;

@@ -17,13 +17,15 @@ constexpr int kDefaultMaxTokens = engine::SamplingParams{}.max_tokens;
 struct SamplingFlags {
   std::optional<double> temperature, top_p, min_p;
   std::optional<int> top_k, max_tokens;
+  std::optional<double> presence_penalty, frequency_penalty, repetition_penalty;
   std::optional<uint64_t> seed;
   std::vector<std::string> stop;
   bool ignore_eos = false;
 };
 
 // Throws UsageError naming the flag when a flag's value is out of range
-// (negative --max-tokens, --temperature < 0, --top-p outside (0, 1], ...).
+// (negative --max-tokens, --temperature < 0, --top-p outside (0, 1],
+// --presence-penalty outside [-2, 2], --repetition-penalty <= 0, ...).
 void check_sampling_flags(const SamplingFlags& flags);
 
 // check_sampling_flags, then the flags given replace the model's defaults

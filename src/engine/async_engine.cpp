@@ -185,11 +185,11 @@ void AsyncEngine::dispatch(const std::vector<StepOutput>& outputs) {
     auto it = live_.find(o.id);
     if (it == live_.end()) continue;
     if (!o.finished) {
-      if (!o.tokens.empty()) it->second.channel->push({o.tokens, std::nullopt, {}});
+      if (!o.tokens.empty()) it->second.channel->push({o.tokens, std::nullopt, {}, o.logprobs});
       continue;
     }
     std::optional<RequestResult> r = engine_->take_result(o.id);
-    release(it, {o.tokens, r ? std::move(r) : bare_result(o.reason, 0), {}});
+    release(it, {o.tokens, r ? std::move(r) : bare_result(o.reason, 0), {}, o.logprobs});
   }
 }
 

@@ -31,6 +31,7 @@ struct StreamItem {
   std::vector<int32_t> tokens;
   std::optional<RequestResult> result;  // on the last item only
   std::string error;                    // why, when result->reason is FinishReason::Error
+  std::vector<TokenLogprobs> logprobs = {};  // of `tokens`, when the request asked
   bool last() const { return result.has_value(); }
 };
 

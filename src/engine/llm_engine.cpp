@@ -123,6 +123,11 @@ RequestId Engine::add(std::vector<int32_t> prompt, const SamplingParams& params,
   for (int32_t id : prompt) {
     if (id < 0 || id >= vocab) throw Error(fmt::format("prompt token {} is outside the vocabulary [0, {})", id, vocab));
   }
+  for (const auto& [token, bias] : params.logit_bias) {
+    if (token < 0 || token >= vocab) {
+      throw Error(fmt::format("logit_bias: token {} is outside the vocabulary [0, {})", token, vocab));
+    }
+  }
   const RequestId id = next_id_;
   // Output never goes past the context, so the scheduler need not reserve
   // blocks beyond it.
@@ -211,7 +216,7 @@ std::vector<StepOutput> Engine::step() {
     for (RequestId id : unreported_) {
       const Request& r = *requests_.at(id);
       auto it = std::find_if(out.begin(), out.end(), [id](const StepOutput& o) { return o.id == id; });
-      if (it == out.end()) it = out.insert(out.end(), StepOutput{id, {}, false, {}, {}});
+      if (it == out.end()) it = out.insert(out.end(), StepOutput{id, {}, false, {}, {}, {}});
       it->finished = true;
       it->reason = *r.finish_reason;
       it->stop = r.stop;
@@ -289,7 +294,16 @@ std::vector<StepOutput> Engine::step() {
       stopped_requests.push_back(&r);
     }
     out.push_back(
-        {r.id, std::vector<int32_t>(emitted.begin(), emitted.end()), stopped, finish_reason_of(r.stop), r.stop});
+        {r.id, std::vector<int32_t>(emitted.begin(), emitted.end()), stopped, finish_reason_of(r.stop), r.stop, {}});
+    if (r.params.logprobs) {
+      // Row j of the entry produced emitted[j] (a prefill entry has its one row).
+      const std::vector<float> rows = runner_->logits(i, static_cast<int64_t>(kept));
+      const int64_t vocab = runner_->vocab();
+      for (size_t j = 0; j < kept; ++j) {
+        out.back().logprobs.push_back(token_logprobs(rows.data() + j * vocab, vocab, emitted[j], *r.params.logprobs));
+      }
+      r.logprobs.insert(r.logprobs.end(), out.back().logprobs.begin(), out.back().logprobs.end());
+    }
   }
   runner_->write_context(plan, keep, *blocks_);
   if (costs_ && costs_->learning()) {
@@ -332,6 +346,7 @@ RequestResult Engine::result(RequestId id) const {
   if (res.finished && r.output.size() > 1) res.decode_seconds = seconds(r.finished_at - r.first_token);
   res.spec = r.spec;
   res.accepted = r.accepted;
+  res.logprobs = r.logprobs;
   res.preemptions = r.preemptions;
   return res;
 }

@@ -75,6 +75,7 @@ struct StepOutput {
   bool finished = false;
   FinishReason reason = FinishReason::Length;  // valid when finished
   StopReason stop = StopReason::kMaxTokens;    // valid when reason is Stop or Length
+  std::vector<TokenLogprobs> logprobs = {};  // one per token, when the request asked (SamplingParams::logprobs)
 };
 
 // A request's record, kept after it finished until take_result().
@@ -89,6 +90,7 @@ struct RequestResult {
   double prefill_seconds = 0, decode_seconds = 0;
   SpecStats spec;
   std::vector<int32_t> accepted;  // accepted drafts of each verify step, in order
+  std::vector<TokenLogprobs> logprobs;  // one per token, when the request asked
   int64_t preemptions = 0;
 };
 

@@ -92,6 +92,15 @@ void ModelRunner::run(const StepPlan& plan, const BlockManager& blocks) {
   }
   if (tokens_.empty()) return;
   target_.run_batch(tokens_, ctx, *pool_);
+  penalties_.reset();
+  if (PenaltyStep::needed(plan)) {
+    ops::Backend& be = target_.backend();
+    penalties_.prepare(be, plan, logit_begin_, logit_count_, draft_begin_, draft_count_);
+    const auto d = static_cast<int64_t>(drafts_.size());
+    const ops::Tensor drafts = model::grow_tensor(be, drafts_dev_, ops::DType::I32, d, 1);
+    if (d > 0) be.upload(drafts, drafts_.data(), ops::DType::I32);
+    penalties_.enqueue(be, target_.logits_tensor(), d > 0 ? drafts : ops::Tensor{});
+  }
   sample(plan);
 }
 
@@ -142,8 +151,11 @@ ModelRunner::Verdict ModelRunner::verdict(size_t entry) const {
   return Verdict{verdicts_[2 * entry], verdicts_[2 * entry + 1]};
 }
 
-std::vector<float> ModelRunner::logits(size_t entry) const {
-  const ops::Tensor rows = target_.logits_tensor().row_slice(logit_begin_[entry], logit_count_[entry]);
+std::vector<float> ModelRunner::logits(size_t entry, int64_t count) const {
+  if (count < 0 || count > logit_count_[entry]) count = logit_count_[entry];
+  const ops::Tensor* raw = penalties_.raw(entry);
+  const ops::Tensor rows =
+      raw ? raw->row_slice(0, count) : target_.logits_tensor().row_slice(logit_begin_[entry], count);
   std::vector<float> out(static_cast<size_t>(rows.numel()));
   target_.backend().download(rows, out.data());
   return out;

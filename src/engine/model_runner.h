@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "engine/block_manager.h"
+#include "engine/penalty_step.h"
 #include "engine/scheduler.h"
 #include "model/batch.h"
 #include "model/dflash_drafter.h"
@@ -48,10 +49,11 @@ class ModelRunner {
   Verdict verdict(size_t entry) const;
   // The draft tokens of plan entry i (decode entries; rows - 1 of them).
   std::span<const int32_t> drafts(size_t entry) const;
-  // The target's logits for plan entry i, downloaded on request (tests,
-  // log-probabilities): every row of a decode entry, the last row of a
-  // prefill chunk. [rows, vocab], valid until the next run().
-  std::vector<float> logits(size_t entry) const;
+  // The target's raw logits for plan entry i (before penalties), downloaded
+  // on request (tests, log-probabilities): every row of a decode entry, or
+  // its first `rows` when rows >= 0, the last row of a prefill chunk.
+  // [rows, vocab], valid until the next run().
+  std::vector<float> logits(size_t entry, int64_t rows = -1) const;
 
   // Writes drafter context K/V for the first keep[i] rows of each plan entry
   // (rows whose tokens are now committed). No-op without a drafter.
@@ -72,7 +74,9 @@ class ModelRunner {
   void sample(const StepPlan& plan);
 
   std::vector<int32_t> tokens_, anchors_, drafts_, tap_rows_, sample_rows_, verdicts_;
-  ops::OwnedTensor tap_row_ids_, ctx_taps_, sample_inputs_, sampled_, verdicts_dev_;
+  ops::OwnedTensor tap_row_ids_, ctx_taps_, sample_inputs_, sampled_, verdicts_dev_, drafts_dev_;
+  // Penalties and logit bias of this step.
+  PenaltyStep penalties_;
   std::vector<int64_t> logit_begin_, logit_count_, draft_begin_, draft_count_, row_begin_;
 };
 

@@ -19,6 +19,7 @@
 
 #include "engine/generation_result.h"
 #include "engine/penalty_history.h"
+#include "engine/token_logprobs.h"
 #include "engine/sampling_params.h"
 #include "engine/spec_stats.h"
 
@@ -65,6 +66,7 @@ struct Request {
   std::vector<int32_t> accepted;             // accepted drafts of each verify step, in order
   int64_t max_tokens_asked = 0;  // params.max_tokens is capped by the context; this is what the caller asked
   PenaltyHistory penalty_history;  // the runner's, for params.needs_penalties()
+  std::vector<TokenLogprobs> logprobs;  // one per output token, when params.logprobs
   std::chrono::steady_clock::time_point added, first_token, finished_at;
 
   int64_t num_tokens() const { return static_cast<int64_t>(prompt.size() + output.size()); }

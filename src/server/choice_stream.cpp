@@ -86,7 +86,7 @@ std::optional<ChoiceProgress> ChoiceStream::next(std::chrono::milliseconds timeo
     if (metrics_) metrics_->add_generation_tokens(static_cast<int64_t>(item->tokens.size()));
   }
   if (item->last()) finish(*item);
-  return ChoiceProgress{text_->take(), finished_};
+  return ChoiceProgress{text_->take(), finished_, std::move(item->logprobs)};
 }
 
 void ChoiceStream::finish(const engine::StreamItem& last) {

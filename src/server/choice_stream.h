@@ -24,6 +24,9 @@ class Metrics;
 struct ChoiceProgress {
   std::string text;       // new since the last call
   bool finished = false;  // the last progress of this choice
+  // Of the tokens emitted since the last call, when the request asked
+  // (their text may still be held back in `text`, or come after it).
+  std::vector<engine::TokenLogprobs> logprobs = {};
 };
 
 class ChoiceStream {

@@ -6,6 +6,7 @@
 #include "server/api_error.h"
 #include "server/chat_output.h"
 #include "server/choice_set.h"
+#include "server/logprobs_json.h"
 #include "server/openai_responses.h"
 
 namespace flashdraft::server {
@@ -87,6 +88,7 @@ Reply Endpoints::completions(const std::string& body, const Client& client) {
     reply.stream = [set, meta, prompt_tokens, usage = s.include_usage, keep = model_](const Client& c) {
       StreamClient out(c);
       bool failed = false;
+      std::vector<int64_t> text_offsets(set->size(), 0);
       const bool ok = set->wait_all(out.view, [&](size_t i, const ChoiceProgress& p) {
         if (failed) return;
         ChoiceStream& choice = (*set)[i];
@@ -96,7 +98,11 @@ Reply Endpoints::completions(const std::string& body, const Client& client) {
           out.write(sse_event(error_event(choice)));
           return;
         }
-        if (!p.text.empty()) out.write(sse_event(completion_chunk(meta, index, p.text, std::nullopt, nullptr, usage)));
+        const Json logprobs =
+            p.logprobs.empty() ? Json(nullptr) : completion_logprobs(p.logprobs, keep->tokenizer, text_offsets[i]);
+        if (!p.text.empty() || !logprobs.is_null()) {
+          out.write(sse_event(completion_chunk(meta, index, p.text, std::nullopt, nullptr, usage, logprobs)));
+        }
         if (p.finished) {
           out.write(sse_event(completion_chunk(meta, index, "", choice.finish_reason(), choice.stop_reason(), usage)));
         }
@@ -108,7 +114,13 @@ Reply Endpoints::completions(const std::string& body, const Client& client) {
     return reply;
   }
   std::vector<std::string> texts(set->size());
-  if (!set->wait_all(client, [&](size_t i, const ChoiceProgress& p) { texts[i] += p.text; })) return reply;
+  std::vector<std::vector<engine::TokenLogprobs>> logprobs(set->size());
+  if (!set->wait_all(client, [&](size_t i, const ChoiceProgress& p) {
+        texts[i] += p.text;
+        logprobs[i].insert(logprobs[i].end(), p.logprobs.begin(), p.logprobs.end());
+      })) {
+    return reply;
+  }
   throw_if_failed(*set);
   std::vector<ChoiceResult> choices;
   for (size_t i = 0; i < set->size(); ++i) {
@@ -117,6 +129,8 @@ Reply Endpoints::completions(const std::string& body, const Client& client) {
     r.text = std::move(texts[i]);
     r.finish_reason = (*set)[i].finish_reason();
     r.stop_reason = (*set)[i].stop_reason();
+    int64_t text_offset = 0;
+    if (s.logprobs) r.logprobs = completion_logprobs(logprobs[i], model_->tokenizer, text_offset);
     choices.push_back(std::move(r));
   }
   reply.body = completion_body(meta, choices, usage_json(prompt_tokens, set->completion_tokens()));
@@ -191,9 +205,18 @@ Reply Endpoints::chat_completions(const std::string& body, const Client& client)
           out.write(sse_event(error_event(choice)));
           return;
         }
-        for (const Json& delta : o.push(p.text)) out.write(sse_event(chat_chunk(meta, index, delta, std::nullopt, nullptr, usage)));
+        // The progress's log-probabilities ride on its first delta (one with
+        // empty content when the parsers hold all of its text back).
+        Json logprobs = p.logprobs.empty() ? Json(nullptr) : chat_logprobs(p.logprobs, keep->tokenizer);
+        std::vector<Json> deltas = o.push(p.text);
+        if (p.finished)
+          for (Json& delta : o.finish()) deltas.push_back(std::move(delta));
+        if (deltas.empty() && !logprobs.is_null()) deltas.push_back({{"content", ""}});
+        for (const Json& delta : deltas) {
+          out.write(sse_event(chat_chunk(meta, index, delta, std::nullopt, nullptr, usage, logprobs)));
+          logprobs = nullptr;
+        }
         if (!p.finished) return;
-        for (const Json& delta : o.finish()) out.write(sse_event(chat_chunk(meta, index, delta, std::nullopt, nullptr, usage)));
         out.write(sse_event(chat_chunk(meta, index, Json::object(), finish_reason(choice, o), choice.stop_reason(), usage)));
       });
       if (!ok && !failed) return;
@@ -202,7 +225,13 @@ Reply Endpoints::chat_completions(const std::string& body, const Client& client)
     };
     return reply;
   }
-  if (!set->wait_all(client, [&](size_t i, const ChoiceProgress& p) { (*outputs)[i].push(p.text); })) return reply;
+  std::vector<std::vector<engine::TokenLogprobs>> logprobs(set->size());
+  if (!set->wait_all(client, [&](size_t i, const ChoiceProgress& p) {
+        (*outputs)[i].push(p.text);
+        logprobs[i].insert(logprobs[i].end(), p.logprobs.begin(), p.logprobs.end());
+      })) {
+    return reply;
+  }
   throw_if_failed(*set);
   std::vector<ChoiceResult> choices;
   std::vector<std::vector<std::string>> ids_per_choice;
@@ -216,6 +245,7 @@ Reply Endpoints::chat_completions(const std::string& body, const Client& client)
     r.tool_calls = o.tool_calls();
     r.finish_reason = finish_reason((*set)[i], o);
     r.stop_reason = (*set)[i].stop_reason();
+    if (s.logprobs) r.logprobs = chat_logprobs(logprobs[i], model_->tokenizer);
     choices.push_back(std::move(r));
     ids_per_choice.push_back(o.tool_call_ids());
   }

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <exception>
 
 #include "server/api_error.h"
 
@@ -28,6 +30,31 @@ std::vector<int32_t> token_ids(const Json& list, const std::string& param, int64
   std::vector<int32_t> ids;
   for (size_t i = 0; i < list.size(); ++i) ids.push_back(token_id(list[i], fmt::format("{}[{}]", param, i), vocab_size));
   return ids;
+}
+
+// {"token id": bias}: ids as strings (JSON keys), biases clamped to
+// [-100, 100] as OpenAI documents and vLLM does.
+std::vector<std::pair<int32_t, float>> read_logit_bias(const Json& bias, const std::string& path, int64_t vocab_size) {
+  std::vector<std::pair<int32_t, float>> out;
+  for (const auto& [key, value] : bias.items()) {
+    const std::string at = path + "." + key;
+    size_t used = 0;
+    long long id = -1;
+    try {
+      id = std::stoll(key, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != key.size() || key.empty()) throw invalid_field(at, "keys must be token ids, got \"" + key + "\"");
+    if (id < 0 || id >= vocab_size) {
+      throw invalid_field(at, fmt::format("token id {} is outside the vocabulary [0, {})", id, vocab_size));
+    }
+    if (!value.is_number()) throw invalid_field(at, "expected a number, got " + json_excerpt(value));
+    const double b = value.get<double>();
+    if (!std::isfinite(b)) throw invalid_field(at, "expected a finite number");
+    out.emplace_back(static_cast<int32_t>(id), static_cast<float>(std::clamp(b, -100.0, 100.0)));
+  }
+  return out;
 }
 
 // Fields both endpoints share. `max_tokens_key` is the spelling the endpoint prefers.
@@ -60,18 +87,13 @@ SamplingRequest read_sampling(const RequestFields& f, int64_t vocab_size) {
     s.include_usage = RequestFields(*options, f.path_of("stream_options")).boolean("include_usage").value_or(false);
   }
 
+  s.presence_penalty = f.number_in("presence_penalty", -2, 2);
+  s.frequency_penalty = f.number_in("frequency_penalty", -2, 2);
+  s.repetition_penalty = f.number_in("repetition_penalty", 0, INFINITY, /*lo_open=*/true, /*hi_open=*/true);
+  if (const Json* bias = f.object("logit_bias")) s.logit_bias = read_logit_bias(*bias, f.path_of("logit_bias"), vocab_size);
+  if (f.find("prompt_logprobs")) unsupported("prompt_logprobs", "prompt tokens get no log-probabilities");
+
   // Honest refusals: these would change the output, and the engine cannot do them yet.
-  for (const char* key : {"presence_penalty", "frequency_penalty"}) {
-    if (auto v = f.number_in(key, -2, 2); v && *v != 0) {
-      unsupported(key, "the engine applies no penalties yet (leave it 0 or unset)");
-    }
-  }
-  if (auto v = f.number_in("repetition_penalty", 0, INFINITY, /*lo_open=*/true); v && *v != 1) {
-    unsupported("repetition_penalty", "the engine applies no penalties yet (leave it 1 or unset)");
-  }
-  if (const Json* bias = f.object("logit_bias"); bias && !bias->empty()) {
-    unsupported("logit_bias", "the engine cannot bias logits yet");
-  }
   if (const Json* format = f.object("response_format")) {
     auto type = RequestFields(*format, f.path_of("response_format")).string("type");
     if (type && *type != "text") unsupported("response_format.type", "no guided decoding (only \"text\")");
@@ -274,7 +296,12 @@ CompletionRequest parse_completion_request(const std::string& body, int64_t voca
   }
   r.sampling = read_sampling(f, vocab_size);
   check_max_tokens(f, "max_tokens", r.sampling);
-  if (f.find("logprobs")) unsupported("logprobs", "the engine does not return token log-probabilities yet");
+  if (auto n = f.integer("logprobs")) {
+    if (*n < 0 || *n > engine::SamplingParams::kMaxLogprobs) {
+      f.fail("logprobs", fmt::format("must be in [0, {}], got {}", engine::SamplingParams::kMaxLogprobs, *n));
+    }
+    r.sampling.logprobs = static_cast<int>(*n);
+  }
   if (f.boolean("echo").value_or(false)) unsupported("echo", "the prompt is not returned with the completion");
   if (auto suffix = f.string("suffix"); suffix && !suffix->empty()) unsupported("suffix", "no fill-in-the-middle");
   if (auto best_of = f.integer("best_of"); best_of && *best_of != r.sampling.n) {
@@ -300,10 +327,15 @@ ChatRequest parse_chat_request(const std::string& body, int64_t vocab_size) {
   // max_completion_tokens is OpenAI's current name; max_tokens the older one.
   check_max_tokens(f, "max_tokens", r.sampling);
   check_max_tokens(f, "max_completion_tokens", r.sampling);
-  if (f.boolean("logprobs").value_or(false)) {
-    unsupported("logprobs", "the engine does not return token log-probabilities yet");
+  // As vLLM: top_logprobs (default 0) counts only with logprobs true, and
+  // a positive one without it is a mistake worth reporting.
+  const bool logprobs = f.boolean("logprobs").value_or(false);
+  const auto top = f.integer("top_logprobs");
+  if (top && (*top < 0 || *top > engine::SamplingParams::kMaxLogprobs)) {
+    f.fail("top_logprobs", fmt::format("must be in [0, {}], got {}", engine::SamplingParams::kMaxLogprobs, *top));
   }
-  if (f.find("top_logprobs")) unsupported("top_logprobs", "the engine does not return token log-probabilities yet");
+  if (top && *top > 0 && !logprobs) f.fail("top_logprobs", "needs \"logprobs\": true");
+  if (logprobs) r.sampling.logprobs = static_cast<int>(top.value_or(0));
   return r;
 }
 
@@ -335,6 +367,11 @@ engine::SamplingParams resolve_sampling(const SamplingRequest& request, const en
   p.stop = request.stop;
   p.stop_token_ids = request.stop_token_ids;
   p.ignore_eos = request.ignore_eos;
+  if (request.presence_penalty) p.presence_penalty = *request.presence_penalty;
+  if (request.frequency_penalty) p.frequency_penalty = *request.frequency_penalty;
+  if (request.repetition_penalty) p.repetition_penalty = *request.repetition_penalty;
+  p.logit_bias = request.logit_bias;
+  p.logprobs = request.logprobs;
   p.adaptive_speculation = request.adaptive_speculation;
   const int64_t max_tokens = request.max_tokens ? *request.max_tokens : std::min(default_max_tokens.value_or(room), room);
   p.max_tokens = static_cast<int>(std::min<int64_t>(max_tokens, INT32_MAX));

@@ -28,6 +28,11 @@ struct SamplingRequest {
   std::optional<bool> adaptive_speculation;
   int n = 1;
   bool stream = false, include_usage = false;
+  std::optional<double> presence_penalty, frequency_penalty, repetition_penalty;
+  std::vector<std::pair<int32_t, float>> logit_bias;  // clamped to [-100, 100], as vLLM does
+  // Log-probabilities of each token and of this many alternatives
+  // (completions: "logprobs": N; chat: "top_logprobs" with "logprobs": true).
+  std::optional<int> logprobs;
 };
 
 // One prompt of /v1/completions: text, or token ids.
@@ -55,8 +60,9 @@ struct ChatRequest {
 };
 
 // Throw ApiError 400 on malformed JSON, a wrong type or value (naming the
-// field), and on fields this server cannot honour (logprobs, penalties, ...),
-// saying so. Token ids must lie in [0, vocab_size).
+// field), and on fields this server cannot honour (echo, prompt_logprobs,
+// best_of, guided decoding, ...), saying so. logprobs / top_logprobs go up to
+// engine::SamplingParams::kMaxLogprobs (20, vLLM's default max_logprobs). Token ids must lie in [0, vocab_size).
 CompletionRequest parse_completion_request(const std::string& body, int64_t vocab_size);
 ChatRequest parse_chat_request(const std::string& body, int64_t vocab_size);
 

@@ -63,7 +63,7 @@ Json completion_body(const ResponseMeta& meta, const std::vector<ChoiceResult>& 
   for (const ChoiceResult& c : choices) {
     list.push_back({{"index", c.index},
                     {"text", c.text},
-                    {"logprobs", nullptr},
+                    {"logprobs", c.logprobs},
                     {"finish_reason", c.finish_reason},
                     {"stop_reason", c.stop_reason}});
   }
@@ -80,7 +80,7 @@ Json chat_body(const ResponseMeta& meta, const std::vector<ChoiceResult>& choice
     const ChoiceResult& c = choices[i];
     list.push_back({{"index", c.index},
                     {"message", chat_message_json(c, tool_call_ids.at(i))},
-                    {"logprobs", nullptr},
+                    {"logprobs", c.logprobs},
                     {"finish_reason", c.finish_reason},
                     {"stop_reason", c.stop_reason}});
   }
@@ -90,9 +90,10 @@ Json chat_body(const ResponseMeta& meta, const std::vector<ChoiceResult>& choice
 }
 
 Json completion_chunk(const ResponseMeta& meta, int index, const std::string& text,
-                      const std::optional<std::string>& finish_reason, const Json& stop_reason, bool include_usage) {
+                      const std::optional<std::string>& finish_reason, const Json& stop_reason, bool include_usage,
+                      const Json& logprobs) {
   Json j = head(meta, "text_completion");
-  Json choice = {{"index", index}, {"text", text}, {"logprobs", nullptr}};
+  Json choice = {{"index", index}, {"text", text}, {"logprobs", logprobs}};
   choice["finish_reason"] = finish_reason ? Json(*finish_reason) : Json(nullptr);
   choice["stop_reason"] = finish_reason ? stop_reason : Json(nullptr);
   j["choices"] = Json::array({choice});
@@ -101,9 +102,9 @@ Json completion_chunk(const ResponseMeta& meta, int index, const std::string& te
 }
 
 Json chat_chunk(const ResponseMeta& meta, int index, const Json& delta, const std::optional<std::string>& finish_reason,
-                const Json& stop_reason, bool include_usage) {
+                const Json& stop_reason, bool include_usage, const Json& logprobs) {
   Json j = head(meta, "chat.completion.chunk");
-  Json choice = {{"index", index}, {"delta", delta}, {"logprobs", nullptr}};
+  Json choice = {{"index", index}, {"delta", delta}, {"logprobs", logprobs}};
   choice["finish_reason"] = finish_reason ? Json(*finish_reason) : Json(nullptr);
   if (finish_reason) choice["stop_reason"] = stop_reason;
   j["choices"] = Json::array({choice});

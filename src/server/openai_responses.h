@@ -38,6 +38,7 @@ struct ChoiceResult {
   std::vector<ToolCall> tool_calls;      // chat with a tool-call parser
   std::string finish_reason;             // stop, length, tool_calls, abort
   Json stop_reason = nullptr;            // the stop string or stop token id that ended it (vLLM)
+  Json logprobs = nullptr;               // logprobs_json's object, when the request asked
 };
 
 // tool_calls[i] of a message or delta; `index` only in streamed deltas.
@@ -51,10 +52,12 @@ Json chat_body(const ResponseMeta& meta, const std::vector<ChoiceResult>& choice
 
 // Streamed chunks. With include_usage every chunk carries "usage": null and
 // the stream ends with a usage_chunk (choices: []), as OpenAI does.
+// logprobs: of the chunk's tokens (logprobs_json), else null.
 Json completion_chunk(const ResponseMeta& meta, int index, const std::string& text,
-                      const std::optional<std::string>& finish_reason, const Json& stop_reason, bool include_usage);
+                      const std::optional<std::string>& finish_reason, const Json& stop_reason, bool include_usage,
+                      const Json& logprobs = nullptr);
 Json chat_chunk(const ResponseMeta& meta, int index, const Json& delta, const std::optional<std::string>& finish_reason,
-                const Json& stop_reason, bool include_usage);
+                const Json& stop_reason, bool include_usage, const Json& logprobs = nullptr);
 Json usage_chunk(const ResponseMeta& meta, bool chat, const Json& usage);
 
 }  // namespace flashdraft::server

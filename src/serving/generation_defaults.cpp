@@ -16,6 +16,7 @@ engine::SamplingParams sampling_defaults(const io::GenerationConfig& g) {
   }
   if (g.top_p) p.top_p = *g.top_p;
   if (g.min_p) p.min_p = *g.min_p;
+  if (g.repetition_penalty) p.repetition_penalty = *g.repetition_penalty;
   if (g.max_new_tokens) {
     p.max_tokens = static_cast<int>(std::min<int64_t>(*g.max_new_tokens, std::numeric_limits<int>::max()));
   }

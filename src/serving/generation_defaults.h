@@ -14,14 +14,13 @@ class Tokenizer;
 
 namespace flashdraft::serving {
 
-// temperature, top_k, top_p, min_p and max_new_tokens (-> max_tokens) are
-// taken when present, as vLLM does; absent fields keep SamplingParams'
+// temperature, top_k, top_p, min_p, repetition_penalty and max_new_tokens
+// (-> max_tokens) are taken when present, as vLLM does; absent fields keep SamplingParams'
 // defaults. An explicit do_sample: false means greedy (temperature 0), as in
 // transformers; a missing do_sample does not force greedy (Qwen3 and most
 // chat models set the values they want sampled with). top_k <= 0 means off.
 // EOS ids are NOT copied into stop_token_ids: they go to the engine's EOS
-// list, so that ignore_eos can still override them. repetition_penalty has no
-// counterpart yet and is ignored. Not validated: a request's own values may
+// list, so that ignore_eos can still override them. Not validated: a request's own values may
 // still replace a bad default, so callers validate after merging.
 engine::SamplingParams sampling_defaults(const io::GenerationConfig& generation);
 

@@ -51,6 +51,26 @@ TEST(ResolveSampling, FlagsOverrideModelDefaults) {
   EXPECT_TRUE(p.ignore_eos);
 }
 
+TEST(ResolveSampling, PenaltyFlags) {
+  io::GenerationConfig g = qwen_like();
+  g.repetition_penalty = 1.05;
+  EXPECT_DOUBLE_EQ(resolve_sampling(defaults(g), {}).repetition_penalty, 1.05);  // the model's default
+  SamplingFlags f;
+  f.presence_penalty = 0.5;
+  f.frequency_penalty = -1.5;
+  f.repetition_penalty = 1.2;
+  auto p = resolve_sampling(defaults(g), f);
+  EXPECT_DOUBLE_EQ(p.presence_penalty, 0.5);
+  EXPECT_DOUBLE_EQ(p.frequency_penalty, -1.5);
+  EXPECT_DOUBLE_EQ(p.repetition_penalty, 1.2);
+  for (auto bad : {+[](SamplingFlags& x) { x.presence_penalty = 2.5; }, +[](SamplingFlags& x) { x.frequency_penalty = -3; },
+                   +[](SamplingFlags& x) { x.repetition_penalty = 0; }}) {
+    SamplingFlags b;
+    bad(b);
+    EXPECT_THROW(check_sampling_flags(b), UsageError);
+  }
+}
+
 TEST(ResolveSampling, MaxNewTokensFromGenerationConfigIsTheDefault) {
   io::GenerationConfig g;
   g.max_new_tokens = 33;

@@ -153,6 +153,45 @@ TEST_F(Gpu, GreedyOutputsAgreeWithCpu) {
   EXPECT_GE(static_cast<double>(same), 0.85 * static_cast<double>(cpu.size()));
 }
 
+// ---- Penalties and logit bias on the GPU (Backend::penalize in CUDA): a
+// verify row j counts drafts d_1..d_j as output, so DFlash with penalties
+// emits plain decoding's tokens, greedy and seeded; log-probabilities (of
+// the raw logits) come with every emitted token.
+TEST_F(Gpu, DFlashWithPenaltiesEqualsPlain) {
+  auto& models = shipped("cuda");
+  EngineConfig c;
+  c.max_running = 8;
+  c.num_kv_blocks = pool_for(8);
+  c.adaptive_speculation = false;  // drafts every step, so every verify row's penalties are judged
+  for (bool seeded : {false, true}) {
+    SamplingParams p = greedy(64);
+    if (seeded) {
+      p.temperature = 0.8;
+      p.top_p = 0.95;
+      p.seed = 11;
+    }
+    const auto unpenalised = run_all(nullptr, c, humaneval_prompts(), p, &models).tokens;
+    p.repetition_penalty = 1.1;
+    p.frequency_penalty = 0.2;
+    p.presence_penalty = 0.1;
+    p.logit_bias = {{220, -1.0f}, {262, 0.5f}, {13, -100.0f}};
+    p.logprobs = 3;
+    const auto plain = run_all(nullptr, c, humaneval_prompts(), p, &models).tokens;
+    int changed = 0;
+    for (size_t i = 0; i < plain.size(); ++i) changed += plain[i] != unpenalised[i];
+    EXPECT_GT(changed, 20) << "the penalties hardly changed the output";
+    for (const char* name : {"drafter-full", "drafter-swa"}) {
+      const RunResult spec = run_all(&models.drafter(name), c, humaneval_prompts(), p, &models);
+      int differ = 0;
+      for (size_t i = 0; i < plain.size(); ++i) differ += spec.tokens[i] != plain[i];
+      std::printf("[gpu penalties] %s, %s: %d of %zu prompts differ from plain (%d changed by the penalties); %s\n",
+                  seeded ? "seeded" : "greedy", name, differ, plain.size(), changed, spec.stats.summary().c_str());
+      EXPECT_EQ(differ, 0) << name;
+      EXPECT_GT(spec.stats.accepted_tokens(), 0) << name;
+    }
+  }
+}
+
 // ---- Sampling on the GPU (Backend::sample / accept in CUDA).
 
 SamplingParams sampling(int max_tokens, uint64_t seed) {

@@ -120,15 +120,74 @@ TEST(CompletionRequest, BadFieldsAreNamed) {
 }
 
 TEST(CompletionRequest, UnsupportedFieldsSaySo) {
-  for (const char* field : {R"("logprobs":1)", R"("presence_penalty":0.5)", R"("frequency_penalty":-1)",
-                            R"("repetition_penalty":1.1)", R"("echo":true)", R"("logit_bias":{"5":1})",
-                            R"("best_of":2)", R"("suffix":"x")"}) {
+  for (const char* field : {R"("echo":true)", R"("best_of":2)", R"("suffix":"x")", R"("prompt_logprobs":1)",
+                            R"("guided_json":{})", R"("response_format":{"type":"json_schema"})"}) {
     ApiError e = completion_error(std::string(R"({"prompt":"x",)") + field + "}");
     EXPECT_EQ(e.status(), 400) << field;
     EXPECT_NE(std::string(e.what()).find("not supported"), std::string::npos) << e.what();
   }
-  EXPECT_NE(std::string(completion_error(R"({"prompt":"x","logprobs":1})").what()).find("log-probabilities"),
-            std::string::npos);
+}
+
+TEST(CompletionRequest, ReadsPenaltiesLogitBiasAndLogprobs) {
+  auto r = parse_completion_request(
+      R"({"prompt":"x","presence_penalty":0.5,"frequency_penalty":-1,"repetition_penalty":1.1,
+          "logit_bias":{"5":1.5,"7":-250,"99":300},"logprobs":3})",
+      kVocab);
+  const SamplingRequest& s = r.sampling;
+  EXPECT_DOUBLE_EQ(*s.presence_penalty, 0.5);
+  EXPECT_DOUBLE_EQ(*s.frequency_penalty, -1);
+  EXPECT_DOUBLE_EQ(*s.repetition_penalty, 1.1);
+  // Clamped to [-100, 100], as OpenAI documents and vLLM does.
+  EXPECT_EQ(s.logit_bias, (std::vector<std::pair<int32_t, float>>{{5, 1.5f}, {7, -100.0f}, {99, 100.0f}}));
+  EXPECT_EQ(s.logprobs, 3);
+  const engine::SamplingParams p = resolve_sampling(s, {}, std::nullopt, 1, 100);
+  EXPECT_DOUBLE_EQ(p.presence_penalty, 0.5);
+  EXPECT_DOUBLE_EQ(p.repetition_penalty, 1.1);
+  EXPECT_EQ(p.logit_bias.size(), 3u);
+  EXPECT_EQ(p.logprobs, 3);
+  EXPECT_NO_THROW(engine::validate(p));
+  // Absent: the model's default (generation_config.json's repetition_penalty) stays.
+  engine::SamplingParams defaults;
+  defaults.repetition_penalty = 1.05;
+  EXPECT_DOUBLE_EQ(resolve_sampling(parse_completion_request(R"({"prompt":"x"})", kVocab).sampling, defaults,
+                                    std::nullopt, 1, 100)
+                       .repetition_penalty,
+                   1.05);
+  EXPECT_FALSE(parse_completion_request(R"({"prompt":"x"})", kVocab).sampling.logprobs);
+  EXPECT_EQ(parse_completion_request(R"({"prompt":"x","logprobs":0})", kVocab).sampling.logprobs, 0);
+}
+
+TEST(CompletionRequest, BadPenaltiesAndLogprobsAreNamed) {
+  struct Case {
+    const char* body;
+    const char* param;
+  };
+  const Case cases[] = {
+      {R"({"prompt":"x","presence_penalty":2.5})", "presence_penalty"},
+      {R"({"prompt":"x","frequency_penalty":-3})", "frequency_penalty"},
+      {R"({"prompt":"x","repetition_penalty":0})", "repetition_penalty"},
+      {R"({"prompt":"x","logit_bias":{"a":1}})", "logit_bias.a"},
+      {R"({"prompt":"x","logit_bias":{"100":1}})", "logit_bias.100"},
+      {R"({"prompt":"x","logit_bias":{"-1":1}})", "logit_bias.-1"},
+      {R"({"prompt":"x","logit_bias":{"3":"up"}})", "logit_bias.3"},
+      {R"({"prompt":"x","logit_bias":[1]})", "logit_bias"},
+      {R"({"prompt":"x","logprobs":21})", "logprobs"},
+      {R"({"prompt":"x","logprobs":-1})", "logprobs"},
+      {R"({"prompt":"x","logprobs":true})", "logprobs"},
+  };
+  for (const Case& c : cases) {
+    ApiError e = completion_error(c.body);
+    EXPECT_EQ(e.status(), 400) << c.body;
+    EXPECT_EQ(e.param().value_or("<none>"), c.param) << c.body << " -> " << e.what();
+  }
+}
+
+TEST(ChatRequest, ReadsLogprobs) {
+  const std::string m = R"("messages":[{"role":"user","content":"x"}])";
+  EXPECT_EQ(parse_chat_request("{" + m + R"(,"logprobs":true,"top_logprobs":5})", kVocab).sampling.logprobs, 5);
+  EXPECT_EQ(parse_chat_request("{" + m + R"(,"logprobs":true})", kVocab).sampling.logprobs, 0);
+  EXPECT_FALSE(parse_chat_request("{" + m + R"(,"logprobs":false,"top_logprobs":0})", kVocab).sampling.logprobs);
+  EXPECT_FALSE(parse_chat_request("{" + m + "}", kVocab).sampling.logprobs);
 }
 
 TEST(RequestBody, MalformedJsonIs400) {
@@ -191,8 +250,10 @@ TEST(ChatRequest, BadFieldsAreNamed) {
       {R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]})", "tools[0].function"},
       {R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"auto"})", "tool_choice"},
       {R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"sometimes"})", "tool_choice"},
-      {R"({"messages":[{"role":"user","content":"x"}],"logprobs":true})", "logprobs"},
+      {R"({"messages":[{"role":"user","content":"x"}],"logprobs":2})", "logprobs"},
       {R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})", "top_logprobs"},
+      {R"({"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":21})", "top_logprobs"},
+      {R"({"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":-1})", "top_logprobs"},
       {R"({"messages":[{"role":"user","content":"x"}],"max_completion_tokens":-3})", "max_completion_tokens"},
       {R"({"messages":[{"role":"user","content":"x"}],"chat_template_kwargs":[]})", "chat_template_kwargs"},
       {R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}})",

@@ -146,5 +146,126 @@ TEST(ServerEngine, MetricsCountTokens) {
   EXPECT_NE(metrics.find("vllm:num_requests_running{model_name=\"tiny\"} 0\n"), std::string::npos);
 }
 
+// Penalties and a logit bias through the server equal `generate` with the
+// same penalty flags (the drafter on both sides: lossless), and differ from
+// the unpenalised answer.
+TEST(ServerEngine, PenaltiesEqualGenerateWithPenaltyFlags) {
+  const std::string prompt = kPrompts[0];
+  std::vector<std::string> args = {"generate", "--model", shipped_model_dir(), "--device", "cpu", "--prompt", prompt,
+                                   "--temperature", "0", "--max-tokens", std::to_string(kMaxTokens),
+                                   "--draft-model", shipped_drafter_dir(), "--repetition-penalty", "1.3",
+                                   "--frequency-penalty", "0.5", "--presence-penalty", "0.2"};
+  cli::test::Ran ran = cli::test::run_flashdraft(args);
+  ASSERT_EQ(ran.exit_code, 0) << ran.err;
+  TestServer s(engine_model(true, 4));
+  json body = {{"prompt", prompt},         {"temperature", 0},         {"max_tokens", kMaxTokens},
+               {"repetition_penalty", 1.3}, {"frequency_penalty", 0.5}, {"presence_penalty", 0.2}};
+  HttpReply r = http_post(s.port, "/v1/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json()["choices"][0]["text"], ran.out);
+  EXPECT_NE(ran.out, completion_text(s.port, prompt, false));
+  // A logit bias of -100 on the first token of the unbiased answer bans it.
+  body = {{"prompt", prompt}, {"temperature", 0}, {"max_tokens", 1}, {"logprobs", 0}};
+  r = http_post(s.port, "/v1/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::string first = r.json()["choices"][0]["logprobs"]["tokens"][0];
+  HttpReply tok = http_post(s.port, "/tokenize", json{{"prompt", first}});
+  ASSERT_EQ(tok.json()["tokens"].size(), 1u) << tok.body;  // a token's text is that token
+  const int first_id = tok.json()["tokens"][0];
+  body = {{"prompt", prompt}, {"temperature", 0}, {"max_tokens", 1}, {"logprobs", 0},
+          {"logit_bias", {{std::to_string(first_id), -100}}}};
+  r = http_post(s.port, "/v1/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_NE(r.json()["choices"][0]["logprobs"]["tokens"][0], first);
+}
+
+// Completions logprobs: one entry per token, whole and streamed alike; the
+// tokens spell the text; greedy picks the most likely token, so its
+// log-probability is the top one; top_logprobs holds it and N alternatives.
+TEST(ServerEngine, CompletionLogprobs) {
+  TestServer s(engine_model(true, 4));
+  json body = {{"prompt", kPrompts[1]}, {"temperature", 0}, {"max_tokens", 16}, {"ignore_eos", true}, {"logprobs", 3}};
+  HttpReply r = http_post(s.port, "/v1/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json whole = r.json();
+  const json& choice = whole["choices"][0];
+  const json& lp = choice["logprobs"];
+  ASSERT_EQ(lp["tokens"].size(), 16u);
+  std::string joined;
+  int64_t offset = 0;
+  for (size_t i = 0; i < 16; ++i) {
+    EXPECT_EQ(lp["text_offset"][i], offset);
+    const std::string t = lp["tokens"][i];
+    joined += t;
+    offset += static_cast<int64_t>(t.size());  // ASCII code: characters are bytes
+    const double chosen = lp["token_logprobs"][i];
+    EXPECT_LE(chosen, 0.0);
+    const json& top = lp["top_logprobs"][i];
+    EXPECT_EQ(top.size(), 3u);  // greedy: the chosen token is the most likely, so no extra entry
+    double best = -1e9;
+    for (const auto& [k, v] : top.items()) best = std::max(best, v.get<double>());
+    EXPECT_DOUBLE_EQ(chosen, best);
+    EXPECT_DOUBLE_EQ(top[t].get<double>(), chosen);
+  }
+  EXPECT_EQ(joined, choice["text"]);
+  body["stream"] = true;
+  r = http_post(s.port, "/v1/completions", body);
+  json streamed = {{"tokens", json::array()}, {"token_logprobs", json::array()}, {"text_offset", json::array()}};
+  for (const json& e : sse_events(r.body)) {
+    const json& l = e["choices"][0]["logprobs"];
+    if (l.is_null()) continue;
+    for (const char* key : {"tokens", "token_logprobs", "text_offset"})
+      for (const json& v : l[key]) streamed[key].push_back(v);
+  }
+  EXPECT_EQ(streamed["tokens"], lp["tokens"]);
+  EXPECT_EQ(streamed["text_offset"], lp["text_offset"]);
+  // Equal up to float rounding: the two requests' steps may verify different
+  // numbers of rows, and the CPU's GEMM rounds a row by how many it batches.
+  ASSERT_EQ(streamed["token_logprobs"].size(), 16u);
+  for (size_t i = 0; i < 16; ++i) EXPECT_NEAR(streamed["token_logprobs"][i], lp["token_logprobs"][i], 1e-4);
+}
+
+// Chat logprobs, with penalties too (log-probabilities stay those of the raw
+// logits): content has one entry per completion token with N alternatives,
+// most likely first; the stream says the same.
+TEST(ServerEngine, ChatLogprobs) {
+  TestServer s(engine_model(true, 4));
+  json body = {{"messages", json::array({{{"role", "user"}, {"content", kPrompts[2]}}})},
+               {"temperature", 0},
+               {"max_tokens", 12},
+               {"logprobs", true},
+               {"top_logprobs", 4},
+               {"presence_penalty", 0.5}};
+  HttpReply r = http_post(s.port, "/v1/chat/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json whole = r.json();
+  const json& content = whole["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), whole["usage"]["completion_tokens"].get<size_t>());
+  for (const json& c : content) {
+    ASSERT_EQ(c["top_logprobs"].size(), 4u);
+    EXPECT_LE(c["logprob"].get<double>(), c["top_logprobs"][0]["logprob"].get<double>());
+    for (size_t k = 1; k < 4; ++k) EXPECT_LE(c["top_logprobs"][k]["logprob"], c["top_logprobs"][k - 1]["logprob"]);
+    std::string bytes;
+    for (const json& b : c["bytes"]) bytes += static_cast<char>(b.get<int>());
+    EXPECT_EQ(bytes, c["token"]);  // ASCII and chat markers: the bytes spell the token
+  }
+  body["stream"] = true;
+  r = http_post(s.port, "/v1/chat/completions", body);
+  json streamed = json::array();
+  for (const json& e : sse_events(r.body)) {
+    if (e["choices"].empty()) continue;
+    const json& l = e["choices"][0]["logprobs"];
+    if (!l.is_null())
+      for (const json& c : l["content"]) streamed.push_back(c);
+  }
+  ASSERT_EQ(streamed.size(), content.size());
+  for (size_t i = 0; i < content.size(); ++i) {
+    EXPECT_EQ(streamed[i]["token"], content[i]["token"]);
+    EXPECT_EQ(streamed[i]["bytes"], content[i]["bytes"]);
+    EXPECT_NEAR(streamed[i]["logprob"], content[i]["logprob"], 1e-4);  // rounding, as above
+    ASSERT_EQ(streamed[i]["top_logprobs"].size(), 4u);
+  }
+}
+
 }  // namespace
 }  // namespace flashdraft::server::test

@@ -92,9 +92,12 @@ TEST(ServerErrors, BadRequestsNameTheField) {
   r = http_post(s.port, "/v1/completions", json{{"prompt", "x"}, {"temperature", -1}});
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(r.json()["error"]["param"], "temperature");
-  r = http_post(s.port, "/v1/chat/completions", json{{"messages", user("x")}, {"logprobs", true}});
+  r = http_post(s.port, "/v1/chat/completions", json{{"messages", user("x")}, {"top_logprobs", 2}});
   EXPECT_EQ(r.status, 400);
-  EXPECT_EQ(r.json()["error"]["param"], "logprobs");
+  EXPECT_EQ(r.json()["error"]["param"], "top_logprobs");
+  r = http_post(s.port, "/v1/completions", json{{"prompt", "x"}, {"echo", true}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.json()["error"]["param"], "echo");
   // Tools need the server's tool parser (vLLM's rule for the default tool_choice "auto").
   r = http_post(s.port, "/v1/chat/completions", json{{"messages", user("x")}, {"tools", json::array({kWeatherTool})}});
   EXPECT_EQ(r.status, 400);

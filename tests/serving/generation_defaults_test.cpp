@@ -32,6 +32,17 @@ TEST(SamplingDefaults, EmptyConfigKeepsSamplingParamsDefaults) {
   EXPECT_EQ(p.top_p, d.top_p);
   EXPECT_EQ(p.min_p, d.min_p);
   EXPECT_EQ(p.max_tokens, d.max_tokens);
+  EXPECT_EQ(p.repetition_penalty, 1.0);
+  EXPECT_FALSE(p.needs_penalties());
+}
+
+// vLLM takes generation_config.json's repetition_penalty as the default.
+TEST(SamplingDefaults, RepetitionPenaltyIsADefault) {
+  const io::GenerationConfig g =
+      io::parse_generation_config(R"({"repetition_penalty": 1.05, "temperature": 0.7})", "generation_config.json");
+  const SamplingParams p = sampling_defaults(g);
+  EXPECT_DOUBLE_EQ(p.repetition_penalty, 1.05);
+  EXPECT_TRUE(p.needs_penalties());
 }
 
 TEST(SamplingDefaults, DoSampleFalseIsGreedy) {

@@ -1,7 +1,8 @@
 // flashdraft serve, driven by the official openai client exactly as a user
-// would: chat (streamed and not), completions, a stop string, n=2, usage, an
-// invalid request, a bad key, then tool calls and reasoning (scripted server:
-// the tiny shipped model never writes them). Both servers must exit 0 on SIGTERM.
+// would: chat (streamed and not), completions, a stop string, n=2, usage,
+// logprobs, penalties and logit_bias, an invalid request, a bad key, then
+// tool calls and reasoning (scripted server: the tiny shipped model never
+// writes them). Both servers must exit 0 on SIGTERM.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -128,6 +129,64 @@ test('n=2 gives two choices and counts both', async () => {
   assert.deepEqual(r.choices.map((c) => c.index), [0, 1]);
   assert.equal(r.choices[0].text, r.choices[1].text);  // greedy
   assert.equal(r.usage.completion_tokens, 2 * greedy.max_tokens);
+});
+
+test('logprobs: completions and chat, whole and streamed', async () => {
+  const prompt = 'def fibonacci(n):\n';
+  const whole = await client.completions.create({ model: 'tiny', prompt, ...greedy, logprobs: 2 });
+  const lp = whole.choices[0].logprobs;
+  assert.equal(lp.tokens.length, whole.usage.completion_tokens);
+  assert.equal(lp.tokens.join(''), whole.choices[0].text);  // ASCII code, no stop: the tokens spell the text
+  lp.token_logprobs.forEach((l, i) => {
+    assert.ok(l <= 0, String(l));
+    assert.equal(lp.top_logprobs[i][lp.tokens[i]], l);  // greedy: the chosen token is among the top
+    assert.equal(Object.keys(lp.top_logprobs[i]).length, 2);
+  });
+  const stream = await client.completions.create({ model: 'tiny', prompt, ...greedy, logprobs: 2, stream: true });
+  const tokens = [];
+  for await (const chunk of stream) tokens.push(...(chunk.choices[0]?.logprobs?.tokens ?? []));
+  assert.deepEqual(tokens, lp.tokens);
+
+  const chat = await client.chat.completions.create({
+    model: 'tiny', messages: user('def add(a, b):'), ...greedy, logprobs: true, top_logprobs: 3,
+  });
+  const content = chat.choices[0].logprobs.content;
+  assert.equal(content.length, chat.usage.completion_tokens);
+  for (const c of content) {
+    assert.equal(c.top_logprobs.length, 3);
+    assert.equal(c.top_logprobs[0].logprob, c.logprob);  // greedy
+    assert.ok(Array.isArray(c.bytes));
+  }
+  const chatStream = await client.chat.completions.create({
+    model: 'tiny', messages: user('def add(a, b):'), ...greedy, logprobs: true, top_logprobs: 3, stream: true,
+  });
+  const streamed = [];
+  for await (const chunk of chatStream) streamed.push(...(chunk.choices[0]?.logprobs?.content ?? []));
+  assert.deepEqual(streamed.map((c) => c.token), content.map((c) => c.token));
+});
+
+test('penalties and logit_bias change greedy output', async () => {
+  const prompt = 'def fibonacci(n):\n';
+  const plain = (await client.completions.create({ model: 'tiny', prompt, ...greedy })).choices[0].text;
+  const penalised = await client.completions.create({
+    model: 'tiny', prompt, ...greedy, presence_penalty: 1.5, frequency_penalty: 1.0,
+  });
+  assert.notEqual(penalised.choices[0].text, plain);
+  // The first token of the plain answer, banned by a bias of -100, is not chosen.
+  const first = await client.completions.create({ model: 'tiny', prompt, ...greedy, max_tokens: 1, logprobs: 0 });
+  const ids = await (await fetch(`${real.url}/tokenize`, {
+    method: 'POST', headers: { Authorization: `Bearer ${KEY}` },
+    body: JSON.stringify({ prompt: first.choices[0].text }),
+  })).json();
+  assert.equal(ids.tokens.length, 1, JSON.stringify(ids));  // a token's text is that token
+  const banned = ids.tokens[0];
+  const biased = await client.completions.create({
+    model: 'tiny', prompt, ...greedy, max_tokens: 1, logit_bias: { [banned]: -100 },
+  });
+  assert.notEqual(biased.choices[0].text, first.choices[0].text);
+  await assert.rejects(
+    client.completions.create({ model: 'tiny', prompt, ...greedy, echo: true }),
+    (err) => err.status === 400 && err.param === 'echo');
 });
 
 test('an invalid request is a 400 naming the field', async () => {
