@@ -2,7 +2,7 @@
 # One call on the lent GPU machine: build (scripts/device_build.sh), then the
 # GPU tests and benchmarks, logs under $OUT (default ./gpu-out). Needs
 # .carry (scripts/device_fetch_debs.sh: packages and configs) carried with the call.
-# Usage: bash scripts/gpu_run.sh [tests] [bench] [attention] [profile]   (default: the first three)
+# Usage: bash scripts/gpu_run.sh [tests] [bench] [cycle] [attention] [profile]   (default: tests bench attention)
 # (A call returns at most 8 files: run profile apart from attention.)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +10,7 @@ out=${OUT:-gpu-out}
 mkdir -p "$out"
 what=${*:-tests bench attention}
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv,noheader | tee "$out/gpu.txt"
-source scripts/device_build.sh backend_ops_test batch_invariance_test engine_gpu_tests bench_step bench_backend_ops bench_attention flashdraft \
+source scripts/device_build.sh backend_ops_test batch_invariance_test engine_gpu_tests bench_step bench_cycle bench_backend_ops bench_attention flashdraft \
   || exit 1
 export PYTHONUNBUFFERED=1
 if [[ $what == *tests* ]]; then
@@ -21,6 +21,9 @@ if [[ $what == *tests* ]]; then
 fi
 if [[ $what == *bench* ]]; then
   build-gpu/bench/bench_step --target .carry/configs/qwen3-8b --drafter .carry/configs/qwen3-8b-dflash-b16 --contexts 1024,16384 --batches 1 --reps 20 2>&1 | tee "$out/bench_step.log"
+fi
+if [[ $what == *cycle* ]]; then
+  build-gpu/bench/bench_cycle --target .carry/configs/qwen3-8b --drafter .carry/configs/qwen3-8b-dflash-b16 --contexts 1024,8192 --batches 1,8,32 --reps 30 2>&1 | tee "$out/bench_cycle.log"
 fi
 if [[ $what == *profile* ]]; then
   # One batch-1 decode step at ctx 1024 under ncu: the sum of its kernel times.

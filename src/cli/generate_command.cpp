@@ -162,6 +162,20 @@ CLI::App* add_generate_command(CLI::App& app, GenerateOptions& o) {
                                    "Drop tokens less likely than P x the top token's probability, P in [0, 1]; "
                                    "0 = off (default: model's)")
                        ->type_name("P");
+  o.presence_penalty_option =
+      cmd->add_option("--presence-penalty", o.presence_penalty,
+                      "Subtract P from the logit of every token already in the output, P in [-2, 2]; 0 = off "
+                      "(default: 0)")
+          ->type_name("P");
+  o.frequency_penalty_option =
+      cmd->add_option("--frequency-penalty", o.frequency_penalty,
+                      "Subtract F x (times in the output) from each token's logit, F in [-2, 2]; 0 = off (default: 0)")
+          ->type_name("F");
+  o.repetition_penalty_option =
+      cmd->add_option("--repetition-penalty", o.repetition_penalty,
+                      "Divide the positive logits (multiply the negative) of tokens in the prompt or output by R > 0; "
+                      "1 = off (default: model's, else 1)")
+          ->type_name("R");
   o.seed_option = cmd->add_option("--seed", o.seed,
                                   "Random seed; the same seed gives the same output (default: random, printed in "
                                   "the summary)")
@@ -196,6 +210,8 @@ CLI::App* add_generate_command(CLI::App& app, GenerateOptions& o) {
   cmd->add_flag("--no-special", [&o](int64_t) { o.special = false; },
                 "Read special tokens written in the prompt (e.g. <|im_start|>) as plain text; by default they "
                 "become their ids, as Hugging Face tokenizers and vLLM do");
+  cmd->add_flag("--enforce-eager", o.enforce_eager,
+                "CUDA: launch every kernel of every step instead of replaying recorded graphs (slower; for debugging)");
   cmd->add_option("--device", o.device,
                   "Where the model runs: cuda, cpu, or auto = cuda when a GPU is visible, else cpu (default: auto)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
@@ -243,6 +259,7 @@ serving::EngineOptions engine_options(const GenerateOptions& o, const serving::S
   e.device = o.device;
   e.load_format = o.load_format;
   e.gpu_memory_utilization = o.gpu_memory_utilization;
+  e.enforce_eager = o.enforce_eager;
   e.max_model_len = o.max_model_len;
   if (o.max_num_batched_tokens > 0) e.max_num_batched_tokens = o.max_num_batched_tokens;
   return e;
@@ -262,6 +279,9 @@ void run_generate(const GenerateOptions& given) {
   flags.top_p = if_given(o.top_p_option, o.top_p);
   flags.top_k = if_given(o.top_k_option, o.top_k);
   flags.min_p = if_given(o.min_p_option, o.min_p);
+  flags.presence_penalty = if_given(o.presence_penalty_option, o.presence_penalty);
+  flags.frequency_penalty = if_given(o.frequency_penalty_option, o.frequency_penalty);
+  flags.repetition_penalty = if_given(o.repetition_penalty_option, o.repetition_penalty);
   flags.max_tokens = if_given(o.max_tokens_option, o.max_tokens);
   flags.seed = if_given(o.seed_option, static_cast<uint64_t>(o.seed));
   flags.stop = o.stop;

@@ -23,6 +23,7 @@ struct GenerateOptions {
   double temperature = 0, top_p = 0, min_p = 0;
   int top_k = 0;
   int64_t seed = 0;
+  double presence_penalty = 0, frequency_penalty = 0, repetition_penalty = 1;
   std::vector<std::string> stop;
   bool ignore_eos = false;
   // DFlash: --draft-model [--num-speculative-tokens], or --speculative-config JSON.
@@ -33,6 +34,7 @@ struct GenerateOptions {
   std::string device = "auto", load_format = "auto";
   bool special = true;  // special tokens written in the prompt become their ids
   double gpu_memory_utilization = 0.9;
+  bool enforce_eager = false;
   int64_t max_model_len = 0;  // 0: the model's max_position_embeddings
   int64_t max_num_batched_tokens = 0;  // 0: the engine's default
   // Batch mode: prompts from a jsonl file, run concurrently.
@@ -45,7 +47,8 @@ struct GenerateOptions {
                     *top_p_option = nullptr, *top_k_option = nullptr, *min_p_option = nullptr, *seed_option = nullptr,
                     *draft_model_option = nullptr, *num_speculative_tokens_option = nullptr,
                     *speculative_config_option = nullptr, *prompts_file_option = nullptr, *concurrency_option = nullptr,
-                    *output_option = nullptr;
+                    *output_option = nullptr, *presence_penalty_option = nullptr, *frequency_penalty_option = nullptr,
+                    *repetition_penalty_option = nullptr;
 };
 
 CLI::App* add_generate_command(CLI::App& app, GenerateOptions& options);

@@ -60,7 +60,15 @@ Engine::Engine(model::Qwen3Model& target, model::DFlashDrafter* drafter, const E
   sc.max_tokens_per_step = config.max_tokens_per_step;
   sc.spec_rows = 1 + k_;
   scheduler_ = std::make_unique<Scheduler>(sc, *blocks_);
-  runner_ = std::make_unique<ModelRunner>(target, drafter, config_.num_kv_blocks, config.kv_block_size);
+  RunnerOptions ro;
+  ro.enforce_eager = config.enforce_eager;
+  ro.max_seqs = config.max_running;
+  ro.max_rows = config.max_tokens_per_step;
+  ro.max_keys = context_limit_ + 1 + k_;
+  ro.spec_rows = 1 + k_;
+  runner_ = std::make_unique<ModelRunner>(target, drafter, config_.num_kv_blocks, config.kv_block_size, ro);
+  // Before calibrating: the step costs are those of recorded steps.
+  graphs_ = runner_->capture_graphs();
   if (drafter && k_ > 0) {
     acceptance_ = std::make_unique<AcceptanceEstimate>(k_);
     if (config.step_costs) {

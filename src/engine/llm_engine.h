@@ -66,6 +66,8 @@ struct EngineConfig {
   // the target's max_position_embeddings, which is also the most it may be.
   int64_t max_model_len = 0;
   std::vector<int32_t> eos_token_ids;  // ignored by requests with ignore_eos
+  // No recorded graphs (vLLM's --enforce-eager): every step launches its ops.
+  bool enforce_eager = false;
 };
 
 // What a step produced for one request (at most one per request and step).
@@ -139,6 +141,8 @@ class Engine {
   int64_t context_limit() const { return context_limit_; }
   int64_t num_kv_blocks() const { return blocks_->num_blocks(); }
   int64_t free_kv_blocks() const { return blocks_->free_blocks(); }
+  // The decode-step graphs recorded at construction (see ModelRunner).
+  const GraphCaptureReport& graphs() const { return graphs_; }
 
  private:
   // How many of `candidates` (the next tokens in order) the request keeps,
@@ -156,6 +160,7 @@ class Engine {
   std::unique_ptr<BlockManager> blocks_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<ModelRunner> runner_;
+  GraphCaptureReport graphs_;
   std::map<RequestId, std::unique_ptr<Request>> requests_;
   // Finished outside a step (max_tokens 0, abort): reported by the next step.
   std::vector<RequestId> unreported_;

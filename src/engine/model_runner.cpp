@@ -1,6 +1,8 @@
 #include "engine/model_runner.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstddef>
 #include <cstring>
 
 #include "core/error.h"
@@ -18,133 +20,309 @@ std::vector<model::KVLayerShape> pool_layers(const model::Qwen3Model& target, co
   return layers;
 }
 
+constexpr int64_t kWords = ops::SampleRow::kWords;
+constexpr int64_t kDraftWord = static_cast<int64_t>(offsetof(ops::SampleRow, draft) / sizeof(int32_t));
+// The shortest context bucket of a recorded step: below it the unused key
+// splits of the attention grid cost more than recording another graph.
+constexpr int64_t kMinKeysBucket = 1024;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
 }  // namespace
 
 ModelRunner::ModelRunner(model::Qwen3Model& target, model::DFlashDrafter* drafter, int64_t num_blocks,
-                         int64_t block_size)
+                         int64_t block_size, const RunnerOptions& options)
     : target_(target),
       drafter_(drafter),
+      options_(options),
       vocab_(target.config().vocab_size),
       target_layers_(static_cast<int64_t>(target.kv_layers().size())),
-      pool_(std::make_unique<model::KVPool>(target.backend(), num_blocks, block_size, pool_layers(target, drafter))) {
+      num_blocks_(num_blocks),
+      block_size_(block_size) {
+  // Pads of a recorded step live in scratch blocks past the block manager's.
+  const int64_t scratch = ceil_div(std::max<int64_t>(options_.spec_rows, 1), block_size);
+  pool_ = std::make_unique<model::KVPool>(target.backend(), num_blocks + scratch, block_size,
+                                          pool_layers(target, drafter));
+  for (int64_t b = 0; b < scratch; ++b) scratch_table_.push_back(static_cast<int32_t>(num_blocks + b));
   // Taps cost a copy per tapped layer and row: only when someone reads them.
   target_.set_tap_layers(drafter ? drafter->config().target_layer_ids : std::vector<int64_t>{});
+
+  ops::Backend& be = target_.backend();
+  graphs_on_ = !options_.enforce_eager && be.supports_graphs();
+  if (!graphs_on_) return;
+  for (int64_t b : {1, 2, 4})
+    if (b < options_.max_seqs) buckets_.push_back(b);
+  for (int64_t b = 8; b < options_.max_seqs; b += 8) buckets_.push_back(b);
+  buckets_.push_back(options_.max_seqs);
+  // Recorded steps name their buffers: size them all now, for the largest
+  // step, so that none moves later (a move means recording again).
+  const model::BatchLimits limits{options_.max_rows, options_.max_seqs, options_.max_keys, block_size};
+  target_.reserve(limits);
+  if (drafter_) drafter_->reserve(limits);
+  const int64_t rows = options_.max_rows, seqs = options_.max_seqs;
+  model::grow_tensor(be, step_, ops::DType::I32, rows * kWords + seqs + 1 + 4 * rows + 1, 1);
+  model::grow_tensor(be, sampled_, ops::DType::I32, rows, 1);
+  model::grow_tensor(be, verdicts_dev_, ops::DType::I32, seqs, 2);
+  if (drafter_) {
+    model::grow_tensor(be, tap_row_ids_, ops::DType::I32, rows, 1);
+    const auto taps = static_cast<int64_t>(drafter_->config().target_layer_ids.size());
+    model::grow_tensor(be, ctx_taps_, be.activation_dtype(), rows, taps * target_.config().hidden_size);
+  }
+}
+
+int64_t ModelRunner::batch_bucket(int64_t n) const {
+  for (int64_t b : buckets_)
+    if (b >= n) return b;
+  return 0;
+}
+
+int64_t ModelRunner::keys_bucket(int64_t keys) const {
+  int64_t b = kMinKeysBucket;
+  while (b < keys) b *= 2;
+  return std::max(keys, std::min(b, options_.max_keys));
+}
+
+std::vector<ModelRunner::Seq> ModelRunner::pads(int64_t n, int64_t rows) const {
+  Seq pad;
+  pad.decode = true;
+  pad.rows = rows;
+  pad.table = scratch_table_;
+  return std::vector<Seq>(static_cast<size_t>(n), pad);
+}
+
+GraphCaptureReport ModelRunner::capture_graphs() {
+  GraphCaptureReport report;
+  report.enabled = graphs_on_;
+  if (!graphs_on_) return report;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<int64_t> row_counts{1};
+  if (drafter_ && options_.spec_rows > 1) row_counts.push_back(options_.spec_rows);
+  for (int64_t b : buckets_) {
+    for (int64_t r : row_counts) {
+      if (b * r > options_.max_rows) continue;
+      const std::vector<Seq> seqs = pads(b, r);
+      const int64_t keys = keys_bucket(r);
+      // Twice: the first run sizes what ops size lazily, the second records.
+      for (int pass = 0; pass < 2; ++pass) {
+        prepare(seqs, keys);
+        const GraphKey key{b, r, drafting_, keys};
+        launch(&key);
+      }
+      ++report.graphs;
+    }
+    report.batch_sizes.push_back(b);
+  }
+  target_.backend().synchronize();
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return report;
 }
 
 void ModelRunner::run(const StepPlan& plan, const BlockManager& blocks) {
+  const auto t0 = std::chrono::steady_clock::now();
   const size_t n = plan.entries.size();
+  std::vector<Seq> seqs;
+  seqs.reserve(n);
+  bool uniform = n > 0;
+  int64_t max_keys = 0;
+  for (const ScheduledRequest& e : plan.entries) {
+    Seq s;
+    s.decode = e.kind == ScheduledRequest::Kind::Decode;
+    s.decides = s.decode || e.last_chunk;
+    s.rows = e.rows;
+    s.pos0 = e.pos0;
+    s.table = blocks.table(e.request->id);
+    s.request = e.request;
+    if (s.decode && s.rows > 1 && !drafter_) {
+      throw Error("model runner: a decode step of " + std::to_string(e.rows) +
+                  " rows needs a drafter (num_speculative_tokens > 0 without a draft model)");
+    }
+    uniform = uniform && s.decode && s.rows == plan.entries[0].rows;
+    max_keys = std::max(max_keys, s.pos0 + s.rows);
+    seqs.push_back(s);
+  }
+  if (seqs.empty()) return;
+
+  // A decode step of one row count runs as a recorded graph when its bucket fits.
+  const int64_t r = plan.entries[0].rows;
+  const bool penalized = PenaltyStep::needed(plan);
+  penalties_.reset();
+  const int64_t bucket = graphs_on_ && uniform && !penalized ? batch_bucket(static_cast<int64_t>(n)) : 0;
+  if (bucket > 0 && bucket * r <= options_.max_rows) {
+    const auto extra = pads(bucket - static_cast<int64_t>(n), r);
+    seqs.insert(seqs.end(), extra.begin(), extra.end());
+    const int64_t keys = keys_bucket(max_keys);
+    prepare(seqs, keys);
+    const GraphKey key{bucket, r, drafting_, keys};
+    launch(&key);
+  } else {
+    prepare(seqs, 0);
+    if (penalized)
+      penalties_.prepare(target_.backend(), plan, logit_begin_, logit_count_, draft_begin_, draft_count_);
+    launch(nullptr);
+  }
+
+  // The plan's entries come first; pads after them are never read back.
+  host_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ops::Backend& be = target_.backend();
+  verdicts_.resize(2 * n);
+  be.download_i32(verdicts_dev_.buffer.view(ops::DType::I32, static_cast<int64_t>(n), 2), verdicts_.data());
+  int64_t real_drafts = 0;
+  for (size_t i = 0; i < n; ++i) real_drafts += draft_count_[i];
+  drafts_.resize(static_cast<size_t>(real_drafts));
+  if (real_drafts > 0)
+    be.download_i32(step_.buffer.view(ops::DType::I32, static_cast<int64_t>(src_off_ + real_drafts), 1)
+                        .row_slice(static_cast<int64_t>(src_off_), real_drafts),
+                    drafts_.data());
+}
+
+void ModelRunner::prepare(std::span<const Seq> seqs, int64_t min_keys) {
+  const size_t n = seqs.size();
+  n_seqs_ = static_cast<int64_t>(n);
   logit_begin_.assign(n, 0);
   logit_count_.assign(n, 0);
   draft_begin_.assign(n, 0);
   draft_count_.assign(n, 0);
   row_begin_.assign(n, 0);
 
-  // 1. Draft for every decode entry with room for drafts, in one drafter pass.
-  drafts_.clear();
+  // 1. The drafter's blocks: one per decode sequence with room for drafts.
+  drafting_ = false;
+  n_drafts_ = 0;
   if (drafter_) {
     model::BatchContext blocks_ctx;
     anchors_.clear();
     int64_t row = 0;
     for (size_t i = 0; i < n; ++i) {
-      const ScheduledRequest& e = plan.entries[i];
-      if (e.kind != ScheduledRequest::Kind::Decode || e.rows < 2) continue;
-      anchors_.push_back(e.request->anchor());
-      blocks_ctx.seqs.push_back({row, e.rows, e.pos0, blocks.table(e.request->id), true});
-      row += e.rows;
+      const Seq& s = seqs[i];
+      if (!s.decode || s.rows < 2) continue;
+      anchors_.push_back(s.request ? s.request->anchor() : 0);
+      blocks_ctx.seqs.push_back({row, s.rows, s.pos0, s.table, true});
+      row += s.rows;
+      draft_begin_[i] = n_drafts_;
+      draft_count_[i] = s.rows - 1;
+      n_drafts_ += s.rows - 1;
     }
     if (!anchors_.empty()) {
-      drafter_->draft_tokens(anchors_, blocks_ctx, *pool_, target_layers_, drafts_);
-      int64_t drow = 0;
-      for (size_t i = 0; i < n; ++i) {
-        const ScheduledRequest& e = plan.entries[i];
-        if (e.kind != ScheduledRequest::Kind::Decode || e.rows < 2) continue;
-        draft_begin_[i] = drow;
-        draft_count_[i] = e.rows - 1;
-        drow += e.rows - 1;
-      }
+      drafter_->prepare(anchors_, blocks_ctx, *pool_, target_layers_, min_keys);
+      drafting_ = true;
     }
   }
 
-  // 2. One target forward over every row of the step.
+  // 2. The target's rows; a draft's row holds 0 until the drafter's argmax lands there.
   model::BatchContext ctx;
   tokens_.clear();
   int64_t logit_row = 0;
   for (size_t i = 0; i < n; ++i) {
-    const ScheduledRequest& e = plan.entries[i];
-    const Request& r = *e.request;
-    const bool decode = e.kind == ScheduledRequest::Kind::Decode;
+    const Seq& s = seqs[i];
     row_begin_[i] = static_cast<int64_t>(tokens_.size());
-    if (decode) {
-      tokens_.push_back(r.anchor());
-      const auto d = drafts(i);
-      if (static_cast<int64_t>(d.size()) != e.rows - 1) {
-        throw Error("model runner: a decode step of " + std::to_string(e.rows) +
-                    " rows needs a drafter (num_speculative_tokens > 0 without a draft model)");
-      }
-      tokens_.insert(tokens_.end(), d.begin(), d.end());
+    if (s.decode) {
+      tokens_.push_back(s.request ? s.request->anchor() : 0);
+      tokens_.resize(tokens_.size() + static_cast<size_t>(s.rows - 1), 0);
     } else {
-      for (int64_t p = e.pos0; p < e.pos0 + e.rows; ++p) tokens_.push_back(r.token(p));
+      for (int64_t p = s.pos0; p < s.pos0 + s.rows; ++p) tokens_.push_back(s.request->token(p));
     }
-    ctx.seqs.push_back({row_begin_[i], e.rows, e.pos0, blocks.table(r.id), decode});
+    ctx.seqs.push_back({row_begin_[i], s.rows, s.pos0, s.table, s.decode});
     logit_begin_[i] = logit_row;
-    logit_count_[i] = decode ? e.rows : 1;
+    logit_count_[i] = s.decode ? s.rows : 1;
     logit_row += logit_count_[i];
   }
-  if (tokens_.empty()) return;
-  target_.run_batch(tokens_, ctx, *pool_);
-  penalties_.reset();
-  if (PenaltyStep::needed(plan)) {
-    ops::Backend& be = target_.backend();
-    penalties_.prepare(be, plan, logit_begin_, logit_count_, draft_begin_, draft_count_);
-    const auto d = static_cast<int64_t>(drafts_.size());
-    const ops::Tensor drafts = model::grow_tensor(be, drafts_dev_, ops::DType::I32, d, 1);
-    if (d > 0) be.upload(drafts, drafts_.data(), ops::DType::I32);
-    penalties_.enqueue(be, target_.logits_tensor(), d > 0 ? drafts : ops::Tensor{});
-  }
-  sample(plan);
-}
+  n_rows_ = static_cast<int64_t>(tokens_.size());
+  n_logit_rows_ = logit_row;
+  target_.prepare_batch(tokens_, ctx, *pool_, min_keys);
 
-void ModelRunner::sample(const StepPlan& plan) {
-  const size_t n = plan.entries.size();
-  const int64_t n_rows = logit_begin_[n - 1] + logit_count_[n - 1];
-  const int64_t words = ops::SampleRow::kWords;
-  sample_rows_.assign(static_cast<size_t>(n_rows * words) + n + 1, 0);
+  // 3. Sampling rows, sequence starts, and where the drafts go.
+  src_off_ = static_cast<size_t>(n_logit_rows_ * kWords + n_seqs_ + 1);
+  const size_t minus_one = src_off_ + static_cast<size_t>(n_drafts_ + n_rows_);
+  ids_idx_off_ = minus_one + 1;
+  draft_idx_off_ = ids_idx_off_ + static_cast<size_t>(n_rows_);
+  step_host_.assign(draft_idx_off_ + static_cast<size_t>(n_logit_rows_), 0);
+  std::copy(tokens_.begin(), tokens_.end(), step_host_.begin() + static_cast<std::ptrdiff_t>(src_off_ + n_drafts_));
+  step_host_[minus_one] = -1;
+  const auto host_token = [&](int64_t row) { return static_cast<int32_t>(n_drafts_ + row); };
+  const auto no_draft = static_cast<int32_t>(n_drafts_ + n_rows_);
   for (size_t i = 0; i < n; ++i) {
-    const ScheduledRequest& e = plan.entries[i];
-    const Request& r = *e.request;
+    const Seq& s = seqs[i];
     ops::SampleRow p;
-    // A prefill chunk that does not end the prompt decides nothing: the cheap greedy path.
-    const bool decides = e.kind == ScheduledRequest::Kind::Decode || e.last_chunk;
-    p.temperature = decides ? static_cast<float>(r.params.temperature) : 0.0f;
-    p.top_k = r.params.top_k;
-    p.top_p = static_cast<float>(r.params.top_p);
-    p.min_p = static_cast<float>(r.params.min_p);
-    p.seed_lo = static_cast<uint32_t>(r.seed);
-    p.seed_hi = static_cast<uint32_t>(r.seed >> 32);
-    const auto d = drafts(i);
+    if (s.request) {
+      const SamplingParams& sp = s.request->params;
+      // A prefill chunk that does not end the prompt decides nothing: the cheap greedy path.
+      p.temperature = s.decides ? static_cast<float>(sp.temperature) : 0.0f;
+      p.top_k = sp.top_k;
+      p.top_p = static_cast<float>(sp.top_p);
+      p.min_p = static_cast<float>(sp.min_p);
+      p.seed_lo = static_cast<uint32_t>(s.request->seed);
+      p.seed_hi = static_cast<uint32_t>(s.request->seed >> 32);
+    }
+    const bool drafted = s.decode && s.rows > 1;
+    for (int64_t j = 0; j < s.rows; ++j) {
+      const int64_t row = row_begin_[i] + j;
+      step_host_[ids_idx_off_ + static_cast<size_t>(row)] =
+          drafted && j > 0 ? static_cast<int32_t>(draft_begin_[i] + j - 1) : host_token(row);
+    }
     for (int64_t j = 0; j < logit_count_[i]; ++j) {
       // Logits row j of a decode entry follows position pos0 + j; a prefill
       // entry's one row is the chunk's last.
-      const int64_t row_pos = e.kind == ScheduledRequest::Kind::Decode ? e.pos0 + j : e.pos0 + e.rows - 1;
+      const int64_t row_pos = s.decode ? s.pos0 + j : s.pos0 + s.rows - 1;
       p.position = static_cast<int32_t>(row_pos + 1);
-      p.draft = j < static_cast<int64_t>(d.size()) ? d[static_cast<size_t>(j)] : -1;
-      std::memcpy(sample_rows_.data() + (logit_begin_[i] + j) * words, &p, sizeof p);
+      p.draft = -1;  // drafted rows get theirs on the backend
+      const size_t at = static_cast<size_t>((logit_begin_[i] + j) * kWords);
+      std::memcpy(step_host_.data() + at, &p, sizeof p);
+      step_host_[draft_idx_off_ + static_cast<size_t>(logit_begin_[i] + j)] =
+          drafted && j < s.rows - 1 ? static_cast<int32_t>(draft_begin_[i] + j) : no_draft;
     }
-    sample_rows_[static_cast<size_t>(n_rows * words) + i] = static_cast<int32_t>(logit_begin_[i]);
+    step_host_[static_cast<size_t>(n_logit_rows_ * kWords) + i] = static_cast<int32_t>(logit_begin_[i]);
   }
-  sample_rows_.back() = static_cast<int32_t>(n_rows);
+  step_host_[static_cast<size_t>(n_logit_rows_ * kWords + n_seqs_)] = static_cast<int32_t>(n_logit_rows_);
 
   ops::Backend& be = target_.backend();
-  const ops::Tensor inputs =
-      model::grow_tensor(be, sample_inputs_, ops::DType::I32, static_cast<int64_t>(sample_rows_.size()), 1);
-  be.upload(inputs, sample_rows_.data(), ops::DType::I32);
-  const ops::Tensor rows = inputs.row_slice(0, n_rows * words).reshape(n_rows, words);
-  const ops::Tensor seq_start = inputs.row_slice(n_rows * words, static_cast<int64_t>(n) + 1);
-  const ops::Tensor sampled = model::grow_tensor(be, sampled_, ops::DType::I32, n_rows, 1);
-  const ops::Tensor out = model::grow_tensor(be, verdicts_dev_, ops::DType::I32, static_cast<int64_t>(n), 2);
-  be.accept(target_.logits_tensor(), rows, seq_start, sampled, out);
-  verdicts_.resize(2 * n);
-  be.download_i32(out, verdicts_.data());
+  const ops::Tensor all =
+      model::grow_tensor(be, step_, ops::DType::I32, static_cast<int64_t>(step_host_.size()), 1);
+  be.upload(all, step_host_.data(), ops::DType::I32);
+  model::grow_tensor(be, sampled_, ops::DType::I32, n_logit_rows_, 1);
+  model::grow_tensor(be, verdicts_dev_, ops::DType::I32, n_seqs_, 2);
+}
+
+void ModelRunner::enqueue_step() {
+  ops::Backend& be = target_.backend();
+  const ops::Tensor all = step_.buffer.view(ops::DType::I32, static_cast<int64_t>(step_host_.size()), 1);
+  const ops::Tensor rows = all.row_slice(0, n_logit_rows_ * kWords).reshape(n_logit_rows_, kWords);
+  const ops::Tensor seq_start = all.row_slice(n_logit_rows_ * kWords, n_seqs_ + 1);
+  if (drafting_) {
+    const ops::Tensor src = all.row_slice(static_cast<int64_t>(src_off_), n_drafts_ + n_rows_ + 1);
+    drafter_->forward_prepared(*pool_, target_layers_);
+    be.argmax(drafter_->draft_logits(), src.row_slice(0, n_drafts_));
+    be.gather_rows(src, all.row_slice(static_cast<int64_t>(ids_idx_off_), n_rows_).as<int32_t>(),
+                   target_.input_ids());
+    be.gather_rows(src, all.row_slice(static_cast<int64_t>(draft_idx_off_), n_logit_rows_).as<int32_t>(),
+                   rows.col_slice(kDraftWord, 1));
+  }
+  target_.forward_prepared(*pool_);
+  if (penalties_.active()) {
+    const ops::Tensor drafts = drafting_ ? all.row_slice(static_cast<int64_t>(src_off_), n_drafts_) : ops::Tensor{};
+    penalties_.enqueue(be, target_.logits_tensor(), drafts);
+  }
+  be.accept(target_.logits_tensor(), rows, seq_start, sampled_.buffer.view(ops::DType::I32, n_logit_rows_, 1),
+            verdicts_dev_.buffer.view(ops::DType::I32, n_seqs_, 2));
+}
+
+void ModelRunner::launch(const GraphKey* key) {
+  if (!key) return enqueue_step();
+  Recorded& g = graphs_[*key];
+  const uint64_t moves = model::buffer_moves();
+  if (g.graph && g.moves == moves) return g.graph->replay();
+  if (!g.warmed || g.moves != moves) {
+    // First meeting (or the buffers moved): run it, which also sizes what
+    // ops size lazily, and record next time.
+    g.graph.reset();
+    g.warmed = true;
+    g.moves = moves;
+    return enqueue_step();
+  }
+  g.graph = target_.backend().capture([this] { enqueue_step(); });
+  if (!g.graph) {
+    graphs_on_ = false;
+    return enqueue_step();
+  }
+  g.graph->replay();
 }
 
 ModelRunner::Verdict ModelRunner::verdict(size_t entry) const {
@@ -168,6 +346,12 @@ std::span<const int32_t> ModelRunner::drafts(size_t entry) const {
 
 void ModelRunner::write_context(const StepPlan& plan, std::span<const int64_t> keep, const BlockManager& blocks) {
   if (!drafter_) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  struct AddHostTime {
+    double& total;
+    std::chrono::steady_clock::time_point t0;
+    ~AddHostTime() { total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
+  } add{host_seconds_, t0};
   ops::Backend& be = target_.backend();
   model::BatchContext ctx;
   tap_rows_.clear();

@@ -6,14 +6,28 @@
 // acceptance on the backend (Backend::accept over every entry's logits rows,
 // each request's own seed and filters), and, once the engine knows what was
 // committed, one batched write of the drafter's context K/V for the newly
-// committed rows. Logits stay in backend memory: a step downloads two ints
-// per entry. Stops and request state are the engine's business.
+// committed rows. Stops and request state are the engine's business.
+//
+// A step's inputs go up in three uploads (drafter, target, sampling), its
+// drafts never leave the backend before the target has verified them (the
+// drafter's argmax is gathered into the target's input ids and into the
+// acceptance rows there), and it comes back in two small downloads (verdicts,
+// drafts). Between them the work is ops only, so on a backend with graphs a
+// decode step (every entry decoding with the same row count) is one recorded
+// graph per (batch bucket, rows, context bucket): the batch is padded to the
+// bucket with sequences that live in scratch KV blocks past the block
+// manager's, and the launch grids are sized for the context bucket. Buckets
+// of batch size are captured at start-up (capture_graphs), others on first
+// use; --enforce-eager turns graphs off. Every op is batch invariant, so
+// padding changes no request's bits.
 //
 // The pool holds the target's layers at [0, L_target) and the drafter's at
 // [L_target, L_target + L_draft); both read the request's one block table.
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
+#include <tuple>
 #include <vector>
 
 #include "engine/block_manager.h"
@@ -26,11 +40,37 @@
 
 namespace flashdraft::engine {
 
+struct RunnerOptions {
+  bool enforce_eager = false;  // no graphs even where the backend has them
+  int64_t max_seqs = 8;        // most requests in one step (the largest batch bucket)
+  int64_t max_rows = 512;      // most rows in one step (buffers are sized for it at start)
+  int64_t max_keys = 4096;     // most positions a request reaches (context limit + drafts)
+  int64_t spec_rows = 1;       // rows of a decode step at full speculation
+};
+
+// What capture_graphs did, for the start-up log line.
+struct GraphCaptureReport {
+  bool enabled = false;  // false: eager (--enforce-eager, or a backend without graphs)
+  int64_t graphs = 0;
+  double seconds = 0;
+  std::vector<int64_t> batch_sizes;
+};
+
 class ModelRunner {
  public:
   // drafter may be null (plain decoding). Target taps are switched on only
   // with a drafter, at the drafter's target_layer_ids.
-  ModelRunner(model::Qwen3Model& target, model::DFlashDrafter* drafter, int64_t num_blocks, int64_t block_size);
+  ModelRunner(model::Qwen3Model& target, model::DFlashDrafter* drafter, int64_t num_blocks, int64_t block_size,
+              const RunnerOptions& options = {});
+
+  // Records the decode graphs of every batch bucket at the shortest context
+  // bucket, for plain rows and (with a drafter) full speculation. Longer
+  // contexts are recorded when first met.
+  GraphCaptureReport capture_graphs();
+  bool graphs_enabled() const { return graphs_on_; }
+  // Host time of the last run() until it waited for the backend, plus that
+  // of the write_context() after it (benchmarks).
+  double last_host_seconds() const { return host_seconds_; }
 
   // What the target decided for one plan entry: a decode entry keeps
   // drafts(i)[0, accepted) and then `token` (its bonus, or its one sampled
@@ -64,20 +104,61 @@ class ModelRunner {
   model::KVPool& pool() { return *pool_; }
 
  private:
+  // One sequence of the step as the models see it (a plan entry or a pad).
+  struct Seq {
+    bool decode = false;
+    bool decides = true;  // its last row's token is used (not a prefill chunk before the last)
+    int64_t rows = 0, pos0 = 0;
+    std::span<const int32_t> table;
+    const Request* request = nullptr;  // null for a pad
+  };
+  // (batch size, rows per sequence, drafting, min_keys): one recorded decode step.
+  using GraphKey = std::tuple<int64_t, int64_t, bool, int64_t>;
+
+  // Uploads the step's inputs for `seqs` (the plan's entries, then pads).
+  void prepare(std::span<const Seq> seqs, int64_t min_keys);
+  // The step's ops: draft, drafts into the target's ids and the acceptance
+  // rows, target forward, accept.
+  void enqueue_step();
+  // Runs the prepared step: replays (recording first if needed) the graph
+  // for `key`, or enqueues the ops directly when key is null.
+  void launch(const GraphKey* key);
+  // The graph bucket of a decode step of n sequences (0: none fits).
+  int64_t batch_bucket(int64_t n) const;
+  int64_t keys_bucket(int64_t keys) const;
+  std::vector<Seq> pads(int64_t n, int64_t rows) const;
+
   model::Qwen3Model& target_;
   model::DFlashDrafter* drafter_;
-  int64_t vocab_, target_layers_;
+  RunnerOptions options_;
+  int64_t vocab_, target_layers_, num_blocks_, block_size_;
   std::unique_ptr<model::KVPool> pool_;
+  std::vector<int32_t> scratch_table_;  // blocks past the block manager's, for pads
 
-  // Fills sample_rows_ (one SampleRow per logits row, then the entries'
-  // row starts), uploads it and runs Backend::accept; downloads the verdicts.
-  void sample(const StepPlan& plan);
-
-  std::vector<int32_t> tokens_, anchors_, drafts_, tap_rows_, sample_rows_, verdicts_;
-  ops::OwnedTensor tap_row_ids_, ctx_taps_, sample_inputs_, sampled_, verdicts_dev_, drafts_dev_;
-  // Penalties and logit bias of this step.
+  bool graphs_on_ = false;
+  std::vector<int64_t> buckets_;
+  struct Recorded {
+    std::unique_ptr<ops::Graph> graph;
+    uint64_t moves = 0;  // model::buffer_moves() when recorded
+    bool warmed = false;
+  };
+  std::map<GraphKey, Recorded> graphs_;
+  // Penalties and logit bias of this step; a step that has them runs eagerly.
   PenaltyStep penalties_;
+
+  // This step: per plan entry ...
   std::vector<int64_t> logit_begin_, logit_count_, draft_begin_, draft_count_, row_begin_;
+  int64_t n_seqs_ = 0, n_rows_ = 0, n_logit_rows_ = 0, n_drafts_ = 0;
+  bool drafting_ = false;
+  double host_seconds_ = 0;
+  // Host copies and backend buffers. step_ holds, as i32: the sampling rows
+  // [n_logit_rows, kWords], their sequences' starts [n_seqs + 1], then the
+  // gather source [drafts (written by the drafter's argmax) | the target's
+  // host-known ids | -1], the target's ids as indices into that source, and
+  // each logits row's draft as such an index.
+  std::vector<int32_t> tokens_, anchors_, drafts_, tap_rows_, step_host_, verdicts_;
+  ops::OwnedTensor step_, sampled_, verdicts_dev_, tap_row_ids_, ctx_taps_;
+  size_t src_off_ = 0, ids_idx_off_ = 0, draft_idx_off_ = 0;
 };
 
 }  // namespace flashdraft::engine

@@ -17,6 +17,12 @@ struct SeqSlice {
   bool all_logits = false;  // logits for every row (verify), or only the last (prefill)
 };
 
+// The largest batches a caller will run (rows, requests, positions a request
+// reaches), for sizing buffers up front so that they never move.
+struct BatchLimits {
+  int64_t rows = 0, seqs = 0, keys = 0, block_size = 16;
+};
+
 struct BatchContext {
   std::vector<SeqSlice> seqs;
   int64_t total_rows() const { return seqs.empty() ? 0 : seqs.back().row_begin + seqs.back().n_rows; }

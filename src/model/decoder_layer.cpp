@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "model/activation_buffers.h"
+
 namespace flashdraft::model {
 
 LayerGeometry LayerGeometry::of(const io::ModelConfig& cfg) {
@@ -68,6 +70,7 @@ void Activations::reserve(ops::Backend& backend, const LayerGeometry& g, int64_t
   gate_up = backend.alloc_tensor(dt, n, 2 * g.intermediate);
   act = backend.alloc_tensor(dt, n, g.intermediate);
   capacity = n;
+  ++buffer_moves();
 }
 
 void begin_layer(ops::Backend& backend, const ops::Tensor& w, float eps, Activations& a, int64_t n, bool pending) {

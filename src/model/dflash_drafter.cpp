@@ -151,6 +151,23 @@ void DFlashDrafter::write_context(const float* taps, const BatchContext& rows, K
 
 void DFlashDrafter::run(std::span<const int32_t> anchors, const BatchContext& blocks, KVPool& pool,
                         int64_t layer_offset) {
+  prepare(anchors, blocks, pool, layer_offset);
+  forward_prepared(pool, layer_offset);
+}
+
+void DFlashDrafter::reserve(const BatchLimits& limits) {
+  const int64_t rows = limits.rows;
+  const ops::DType dt = backend_.activation_dtype();
+  inputs_.reserve(backend_, limits);
+  acts_.reserve(backend_, geo_, rows);
+  grow_tensor(backend_, selected_, dt, rows, geo_.hidden);
+  grow_tensor(backend_, logits_, ops::DType::F32, rows, target_.config().vocab_size);
+  grow_tensor(backend_, ctx_, dt, rows, geo_.hidden);
+  grow_tensor(backend_, kv_, dt, rows, cfg_.model.num_hidden_layers * 2 * geo_.kv_dim());
+}
+
+void DFlashDrafter::prepare(std::span<const int32_t> anchors, const BatchContext& blocks, KVPool& pool,
+                            int64_t layer_offset, int64_t min_keys) {
   if (anchors.size() != blocks.seqs.size())
     throw Error("DFlashDrafter::draft: " + str(static_cast<int64_t>(anchors.size())) + " anchors for " +
                 str(static_cast<int64_t>(blocks.seqs.size())) + " seqs");
@@ -164,6 +181,7 @@ void DFlashDrafter::run(std::span<const int32_t> anchors, const BatchContext& bl
     if (anchors[i] < 0 || anchors[i] >= V)
       throw Error("DFlashDrafter::draft: anchor " + str(anchors[i]) + " is outside the vocabulary [0, " + str(V) + ")");
   logits_view_ = ops::Tensor{};
+  rows_ = n;
   if (n == 0) return;
   ids_.resize(static_cast<size_t>(n));
   for (size_t i = 0; i < blocks.seqs.size(); ++i) {
@@ -171,8 +189,17 @@ void DFlashDrafter::run(std::span<const int32_t> anchors, const BatchContext& bl
     for (int64_t r = 0; r < s.n_rows; ++r)
       ids_[static_cast<size_t>(s.row_begin + r)] = r == 0 ? anchors[i] : cfg_.mask_token_id;
   }
-  inputs_.build(backend_, blocks, pool.block_size(), ids_, LogitRows::BlockTail);
+  inputs_.build(backend_, blocks, pool.block_size(), ids_, LogitRows::BlockTail, min_keys);
   acts_.reserve(backend_, geo_, n);
+  const int64_t m = inputs_.num_logit_rows();
+  if (m == 0) return;
+  selected_view_ = grow_tensor(backend_, selected_, backend_.activation_dtype(), m, geo_.hidden);
+  logits_view_ = grow_tensor(backend_, logits_, ops::DType::F32, m, V);
+}
+
+void DFlashDrafter::forward_prepared(KVPool& pool, int64_t layer_offset) {
+  const int64_t n = rows_;
+  if (n == 0) return;
   const float scale = cfg_.input_embedding_scale ? static_cast<float>(*cfg_.input_embedding_scale) : 1.0f;
   target_.embed(inputs_.ids(), acts_.x.t.row_slice(0, n), scale);
 
@@ -188,12 +215,9 @@ void DFlashDrafter::run(std::span<const int32_t> anchors, const BatchContext& bl
   begin_layer(backend_, norm_.t, geo_.eps, acts_, n, /*pending=*/true);
 
   // Block rows 1.. of every seq (row 0, the anchor, predicts nothing new).
-  const int64_t m = inputs_.num_logit_rows();
-  if (m == 0) return;
-  const ops::Tensor sel = grow_tensor(backend_, selected_, backend_.activation_dtype(), m, geo_.hidden);
-  backend_.gather_rows(acts_.xn.t.row_slice(0, n), inputs_.logit_rows().as<int32_t>(), sel);
-  logits_view_ = grow_tensor(backend_, logits_, ops::DType::F32, m, V);
-  target_.lm_head(sel, logits_view_);
+  if (logits_view_.empty()) return;
+  backend_.gather_rows(acts_.xn.t.row_slice(0, n), inputs_.logit_rows().as<int32_t>(), selected_view_);
+  target_.lm_head(selected_view_, logits_view_);
   if (cfg_.final_logit_softcapping) backend_.softcap(logits_view_, static_cast<float>(*cfg_.final_logit_softcapping));
 }
 

@@ -66,6 +66,14 @@ class DFlashDrafter {
   // seqs of (n_rows - 1), vocab] f32, block rows 1.. of each seq in order
   // (row i predicts position pos0 + i), soft-capped if the config says so.
   void run(std::span<const int32_t> anchors, const BatchContext& blocks, KVPool& pool, int64_t layer_offset);
+  // run() in two halves, as Qwen3Model::prepare_batch / forward_prepared: the
+  // first checks and uploads (min_keys: see StepInputs::build), the second
+  // enqueues ops only, so it can be captured and replayed.
+  void prepare(std::span<const int32_t> anchors, const BatchContext& blocks, KVPool& pool, int64_t layer_offset,
+               int64_t min_keys = 0);
+  void forward_prepared(KVPool& pool, int64_t layer_offset);
+  // Grows the buffers (blocks and context writes) for batches within `limits`.
+  void reserve(const BatchLimits& limits);
   const ops::Tensor& draft_logits() const { return logits_view_; }
   // run(), then the logits downloaded / only their argmax (the drafts) downloaded.
   void draft(std::span<const int32_t> anchors, const BatchContext& blocks, KVPool& pool, int64_t layer_offset,
@@ -98,7 +106,8 @@ class DFlashDrafter {
   StepInputs inputs_;
   std::vector<int32_t> ids_;
   ops::OwnedTensor ctx_, kv_, selected_, logits_, tokens_, host_taps_;
-  ops::Tensor logits_view_;
+  ops::Tensor logits_view_, selected_view_;
+  int64_t rows_ = 0;  // of the prepared blocks
 };
 
 }  // namespace flashdraft::model

@@ -200,14 +200,39 @@ void Qwen3Model::copy_taps(int64_t layer, int64_t n) {
 }
 
 void Qwen3Model::run_batch(std::span<const int32_t> tokens, const BatchContext& batch, KVPool& pool) {
+  prepare_batch(tokens, batch, pool);
+  forward_prepared(pool);
+}
+
+void Qwen3Model::reserve(const BatchLimits& limits) {
+  ops::Backend& be = *backend_;
+  const int64_t rows = limits.rows;
+  inputs_.reserve(be, limits);
+  acts_.reserve(be, geo_, rows);
+  if (!tap_layers_.empty())
+    grow_tensor(be, taps_, be.activation_dtype(), rows, static_cast<int64_t>(tap_layers_.size()) * cfg_.hidden_size);
+  grow_tensor(be, selected_, be.activation_dtype(), rows, cfg_.hidden_size);
+  grow_tensor(be, logits_, ops::DType::F32, rows, cfg_.vocab_size);
+}
+
+void Qwen3Model::prepare_batch(std::span<const int32_t> tokens, const BatchContext& batch, KVPool& pool,
+                               int64_t min_keys) {
   check_batch(tokens, batch, pool);
   ops::Backend& be = *backend_;
-  const int64_t n = static_cast<int64_t>(tokens.size()), L = cfg_.num_hidden_layers;
-  inputs_.build(be, batch, pool.block_size(), tokens, LogitRows::PerSeq);
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  inputs_.build(be, batch, pool.block_size(), tokens, LogitRows::PerSeq, min_keys);
   acts_.reserve(be, geo_, n);
-  if (!tap_layers_.empty())
-    taps_view_ = grow_tensor(be, taps_, be.activation_dtype(), n,
-                             static_cast<int64_t>(tap_layers_.size()) * cfg_.hidden_size);
+  taps_view_ = tap_layers_.empty() ? ops::Tensor{}
+                                   : grow_tensor(be, taps_, be.activation_dtype(), n,
+                                                 static_cast<int64_t>(tap_layers_.size()) * cfg_.hidden_size);
+  const int64_t m = inputs_.num_logit_rows();
+  selected_view_ = grow_tensor(be, selected_, be.activation_dtype(), m, cfg_.hidden_size);
+  logits_view_ = grow_tensor(be, logits_, ops::DType::F32, m, cfg_.vocab_size);
+}
+
+void Qwen3Model::forward_prepared(KVPool& pool) {
+  ops::Backend& be = *backend_;
+  const int64_t n = inputs_.rows(), L = cfg_.num_hidden_layers;
   const ops::AttentionMask causal{true, 0};
 
   embed(inputs_.ids(), acts_.x.t.row_slice(0, n));
@@ -222,11 +247,8 @@ void Qwen3Model::run_batch(std::span<const int32_t> tokens, const BatchContext& 
 
   // The final norm ran over every row (taps need the residual of all); the
   // head only over the rows whose logits are wanted.
-  const int64_t m = inputs_.num_logit_rows();
-  const ops::Tensor sel = grow_tensor(be, selected_, be.activation_dtype(), m, cfg_.hidden_size);
-  be.gather_rows(acts_.xn.t.row_slice(0, n), inputs_.logit_rows().as<int32_t>(), sel);
-  logits_view_ = grow_tensor(be, logits_, ops::DType::F32, m, cfg_.vocab_size);
-  lm_head(sel, logits_view_);
+  be.gather_rows(acts_.xn.t.row_slice(0, n), inputs_.logit_rows().as<int32_t>(), selected_view_);
+  lm_head(selected_view_, logits_view_);
 }
 
 void Qwen3Model::forward_batch(std::span<const int32_t> tokens, const BatchContext& batch, KVPool& pool,

@@ -59,6 +59,17 @@ class Qwen3Model {
   // all rows in row order. Bad metadata (rows, block tables, pool layers) or
   // token ids are an Error before any KV is written.
   void run_batch(std::span<const int32_t> tokens, const BatchContext& batch, KVPool& pool);
+  // run_batch in two halves, for a caller that records the second as a graph
+  // (Backend::capture) and replays it: prepare_batch checks the batch, uploads
+  // its inputs and sizes the buffers (min_keys: see StepInputs::build);
+  // forward_prepared enqueues ops only. Between the two the caller may
+  // overwrite input_ids() on the backend (drafts that never visit the host).
+  void prepare_batch(std::span<const int32_t> tokens, const BatchContext& batch, KVPool& pool, int64_t min_keys = 0);
+  void forward_prepared(KVPool& pool);
+  ops::Tensor input_ids() const { return inputs_.ids(); }
+  // Grows the buffers for batches within `limits`, so that such batches move
+  // none (buffer_moves()).
+  void reserve(const BatchLimits& limits);
   const ops::Tensor& logits_tensor() const { return logits_view_; }
   // run_batch, then the logits downloaded.
   void forward_batch(std::span<const int32_t> tokens, const BatchContext& batch, KVPool& pool,
@@ -105,6 +116,7 @@ class Qwen3Model {
   StepInputs inputs_;
   ops::OwnedTensor logits_, taps_, selected_;  // grown as needed
   ops::Tensor logits_view_, taps_view_;        // this forward's rows of them
+  ops::Tensor selected_view_;
 };
 
 }  // namespace flashdraft::model

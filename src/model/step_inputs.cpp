@@ -3,12 +3,13 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "model/activation_buffers.h"
 #include "model/kv_pool.h"
 
 namespace flashdraft::model {
 
 void StepInputs::build(ops::Backend& backend, const BatchContext& batch, int64_t block_size,
-                       std::span<const int32_t> ids, LogitRows which) {
+                       std::span<const int32_t> ids, LogitRows which, int64_t min_keys) {
   const auto n_seqs = static_cast<int32_t>(batch.seqs.size());
   const auto rows = static_cast<int32_t>(batch.total_rows());
   if (static_cast<int64_t>(ids.size()) != rows)
@@ -18,6 +19,10 @@ void StepInputs::build(ops::Backend& backend, const BatchContext& batch, int64_t
     max_blocks = std::max(max_blocks, static_cast<int32_t>((s.pos0 + s.n_rows + block_size - 1) / block_size));
     max_rows = std::max(max_rows, static_cast<int32_t>(s.n_rows));
     max_keys = std::max(max_keys, static_cast<int32_t>(s.pos0 + s.n_rows));
+  }
+  if (min_keys > max_keys) {
+    max_keys = static_cast<int32_t>(min_keys);
+    max_blocks = std::max(max_blocks, static_cast<int32_t>((min_keys + block_size - 1) / block_size));
   }
 
   // Layout of the one array: ids | q_start | pos0 | block tables | positions | slots | logit rows.
@@ -50,7 +55,10 @@ void StepInputs::build(ops::Backend& backend, const BatchContext& batch, int64_t
   n_logit_rows_ = static_cast<int64_t>(host_.size() - logit_off_);
 
   const size_t bytes = host_.size() * sizeof(int32_t);
-  if (device_.bytes() < bytes) device_ = backend.alloc(std::max(bytes, 2 * device_.bytes()));
+  if (device_.bytes() < bytes) {
+    device_ = backend.alloc(std::max(bytes, 2 * device_.bytes()));
+    ++buffer_moves();
+  }
   backend.upload(device_.view(ops::DType::I32, 1, static_cast<int64_t>(host_.size())), host_.data(), ops::DType::I32);
 
   const auto* base = static_cast<const int32_t*>(device_.data());
@@ -65,6 +73,18 @@ void StepInputs::build(ops::Backend& backend, const BatchContext& batch, int64_t
                          base + tables_off,
                          base + positions_off,
                          base + slots_off};
+}
+
+void StepInputs::reserve(ops::Backend& backend, const BatchLimits& limits) {
+  // ids, positions, slots, logit rows: one each per row; q_start and pos0 per
+  // sequence; the block tables of every sequence at the longest stride.
+  const int64_t blocks = (limits.keys + limits.block_size - 1) / limits.block_size + 1;
+  const auto words = static_cast<size_t>(4 * limits.rows + 2 * limits.seqs + 1 + limits.seqs * blocks);
+  const size_t bytes = words * sizeof(int32_t);
+  if (device_.bytes() < bytes) {
+    device_ = backend.alloc(bytes);
+    ++buffer_moves();
+  }
 }
 
 ops::Tensor StepInputs::part(size_t offset, int64_t n) const {

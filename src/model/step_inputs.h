@@ -22,8 +22,15 @@ class StepInputs {
  public:
   // ids: batch.total_rows() token ids in row order. The block tables must
   // cover every row's position (checked by the model beforehand).
+  // min_keys > 0 sizes the launch grids for key ranges up to min_keys (the
+  // attention maxima and the block-table stride no smaller), so batches of
+  // one shape launch identically whatever their contexts: a captured graph
+  // (Backend::capture) replays with them.
   void build(ops::Backend& backend, const BatchContext& batch, int64_t block_size, std::span<const int32_t> ids,
-             LogitRows which);
+             LogitRows which, int64_t min_keys = 0);
+
+  // Sizes the device array for any batch within `limits`.
+  void reserve(ops::Backend& backend, const BatchLimits& limits);
 
   const ops::AttnBatch& attn() const { return attn_; }
   int64_t rows() const { return attn_.n_rows; }

@@ -17,6 +17,7 @@
 // costs 2^-9 of the whole stream, not of the block's small update).
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -130,6 +131,15 @@ struct SampleRow {
 };
 static_assert(sizeof(SampleRow) == SampleRow::kWords * 4);
 
+// Work recorded once and replayed as one launch (a CUDA graph): the same ops
+// on the same memory, with whatever that memory holds at replay time.
+class Graph {
+ public:
+  virtual ~Graph() = default;
+  // Enqueues the recorded ops on the backend's queue.
+  virtual void replay() = 0;
+};
+
 // One logits row's penalties for Backend::penalize (OpenAI / vLLM semantics),
 // eight 32-bit words like SampleRow. A row touches only the tokens of its
 // sequence's item list and of its own extra output tokens.
@@ -177,6 +187,15 @@ class Backend {
   // --load-format dummy builds real-size models this way without a host copy.
   virtual void fill_uniform(const Tensor& t, uint64_t seed, float lo, float hi) = 0;
   virtual void synchronize() = 0;
+  // Records the ops `work` enqueues (nothing runs) for replay; null where the
+  // backend has no graphs (the CPU: every op runs as it is called). `work`
+  // must enqueue ops only: no upload, download or synchronize, and no
+  // allocation that the replay would need to see (size buffers first).
+  virtual bool supports_graphs() const { return false; }
+  virtual std::unique_ptr<Graph> capture(const std::function<void()>& work) {
+    (void)work;
+    return nullptr;
+  }
 
   // ---- ops (enqueued; inputs and outputs in this backend's memory) ----
   // out[r] = table[ids[r]] * scale. ids: [n, 1] i32; out f32 (the residual

@@ -92,6 +92,8 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
   cmd->add_option("--max-num-batched-tokens", o.engine.max_num_batched_tokens,
                   fmt::format("Tokens one engine step processes (default: {})", o.engine.max_num_batched_tokens))
       ->type_name("N");
+  cmd->add_flag("--enforce-eager", o.engine.enforce_eager,
+                "CUDA: launch every kernel of every step instead of replaying recorded graphs (slower; for debugging)");
   cmd->add_option("--device", o.engine.device, "cuda, cpu, or auto = cuda when a GPU is visible (default: auto)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->type_name("DEVICE");

@@ -103,6 +103,7 @@ std::unique_ptr<model::DFlashDrafter> load_drafter(const EngineOptions& o, const
 std::unique_ptr<engine::Engine> make_engine(model::Qwen3Model& target, model::DFlashDrafter* drafter,
                                             const EngineOptions& o, std::vector<int32_t> eos, std::FILE* log) {
   engine::EngineConfig c;
+  c.enforce_eager = o.enforce_eager;
   c.max_model_len = check_limits(o, target.config());
   c.eos_token_ids = std::move(eos);
   const int64_t block = drafter ? drafter->config().block_size : 1;
@@ -150,6 +151,11 @@ std::unique_ptr<engine::Engine> make_engine(model::Qwen3Model& target, model::DF
                pool.num_blocks, pool.num_blocks / pool.blocks_per_seq, o.max_num_seqs);
   }
   auto engine = std::make_unique<engine::Engine>(target, drafter, c);
+  if (log && engine->graphs().enabled) {
+    const auto& g = engine->graphs();
+    fmt::print(log, "graphs: recorded {} decode-step graphs (batch sizes {}..{}) in {:.2f} s (--enforce-eager: none)\n",
+               g.graphs, g.batch_sizes.front(), g.batch_sizes.back(), g.seconds);
+  }
   if (log && engine->step_costs() && engine->calibration().steps > 0) {
     fmt::print(log, "adaptive speculation: step costs calibrated from {} timed steps in {:.0f} ms\n",
                engine->calibration().steps, engine->calibration().seconds * 1e3);

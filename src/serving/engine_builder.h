@@ -39,6 +39,7 @@ struct EngineOptions {
   int64_t max_model_len = 0;  // longest prompt + output; 0: config.json's max_position_embeddings
   int64_t max_num_seqs = engine::EngineConfig{}.max_running;                      // sequences running at once
   int64_t max_num_batched_tokens = engine::EngineConfig{}.max_tokens_per_step;  // rows of one forward
+  bool enforce_eager = false;  // no recorded graphs (CUDA): every step launches its kernels
   // Longest prompt + output any request will have, for sizing the KV pool;
   // 0: max_model_len (a server). The CLI knows its prompts and asks for less.
   int64_t positions_per_seq = 0;

@@ -98,7 +98,7 @@ struct Mode {
   int64_t running;
 };
 
-void PrintTo(const Mode& m, std::ostream* os) { *os << m.drafter << " x" << m.running; }
+void PrintTo(const Mode& m, std::ostream* os) { *os << (m.drafter ? m.drafter : "plain") << " x" << m.running; }
 
 class GpuLossless : public Gpu, public ::testing::WithParamInterface<Mode> {};
 
@@ -127,6 +127,46 @@ INSTANTIATE_TEST_SUITE_P(Shipped, GpuLossless,
                          [](const auto& info) {
                            return std::string(info.param.drafter == std::string("drafter-full") ? "Full" : "Swa") +
                                   "_" + std::to_string(info.param.running);
+                         });
+
+// Recorded graphs (padded batch buckets, grids sized for a context bucket)
+// against eager launches: the same tokens, greedy and seeded sampling.
+SamplingParams sampling(int max_tokens, uint64_t seed);
+
+class GpuGraphs : public Gpu, public ::testing::WithParamInterface<Mode> {};
+
+TEST_P(GpuGraphs, SameTokensAsEager) {
+  const Mode m = GetParam();
+  auto& models = shipped("cuda");
+  model::DFlashDrafter* drafter = m.drafter ? &models.drafter(m.drafter) : nullptr;
+  for (const SamplingParams& params : {greedy(kNewTokens), sampling(kNewTokens, 11)}) {
+    RunResult runs[2];
+    for (const bool eager : {false, true}) {
+      EngineConfig c;
+      c.max_running = m.running;
+      c.num_kv_blocks = pool_for(m.running);
+      c.enforce_eager = eager;
+      runs[eager] = run_all(drafter, c, humaneval_prompts(), params, &models);
+    }
+    ASSERT_EQ(runs[0].tokens.size(), runs[1].tokens.size());
+    int differ = 0;
+    for (size_t i = 0; i < runs[0].tokens.size(); ++i)
+      if (runs[0].tokens[i] != runs[1].tokens[i] && ++differ <= 3)
+        ADD_FAILURE() << humaneval_prompts()[i].task_id << " differs between graphs and eager";
+    std::printf("[gpu graphs] %s, %lld running, %s: %d of %zu prompts differ between graphs and eager\n",
+                m.drafter ? m.drafter : "plain", static_cast<long long>(m.running),
+                params.temperature > 0 ? "seeded sampling" : "greedy", differ, runs[0].tokens.size());
+    EXPECT_EQ(differ, 0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shipped, GpuGraphs,
+                         ::testing::Values(Mode{nullptr, 1}, Mode{nullptr, 8}, Mode{"drafter-full", 1},
+                                           Mode{"drafter-full", 8}, Mode{"drafter-swa", 8}),
+                         [](const auto& info) {
+                           const std::string d = info.param.drafter ? info.param.drafter : "";
+                           return std::string(d.empty() ? "Plain" : d == "drafter-full" ? "Full" : "Swa") + "_" +
+                                  std::to_string(info.param.running);
                          });
 
 TEST_F(Gpu, GreedyOutputsAgreeWithCpu) {

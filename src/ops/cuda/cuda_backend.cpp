@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "ops/cuda/checks.h"
+#include "ops/cuda/cuda_graph.h"
 #include "ops/cuda/device.h"
 #include "ops/cuda/kernels.h"
 #include "ops/cuda/matmul.h"
@@ -243,6 +244,8 @@ class CudaBackend final : public Backend {
     cuda::fill_uniform(t, seed, lo, hi, stream_);
   }
   void synchronize() override { check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
+  bool supports_graphs() const override { return true; }
+  std::unique_ptr<Graph> capture(const std::function<void()>& work) override { return capture_graph(stream_, work); }
 
   void embedding(const Tensor& table, const Tensor& ids, const Tensor& out, float scale) override {
     cuda::embedding(table, ids, out, scale, stream_);

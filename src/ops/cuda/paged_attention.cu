@@ -738,7 +738,7 @@ void launch(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorkspac
     const size_t n_o = static_cast<size_t>(slots) * batch.n_rows * prm.n_heads;
     const size_t need = n_o * HD * sizeof(float) + n_o * sizeof(float2) + 256;
     if (ws.bytes < need) {
-      if (ws.data) cudaFree(ws.data);
+      if (ws.data) ws.retired.push_back(ws.data);
       ws.data = nullptr;
       ws.bytes = 0;
       const size_t grow = need + need / 4;
@@ -820,6 +820,7 @@ void launch_hd(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorks
 
 AttentionWorkspace::~AttentionWorkspace() {
   if (data) cudaFree(data);
+  for (void* p : retired) cudaFree(p);
 }
 
 void set_paged_attention_forced_splits(int groups) { g_forced_groups = std::max(0, groups); }

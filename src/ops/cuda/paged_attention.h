@@ -20,6 +20,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "ops/backend.h"
 
@@ -27,9 +28,12 @@ namespace flashdraft::ops::cuda {
 
 // Scratch the attention keeps between calls (per-split partial results). Grown
 // by paged_attention only when a call needs more; owned by the backend.
+// Partials of split key ranges. A grown workspace keeps its old allocations
+// until it is destroyed: a captured graph may still write there.
 struct AttentionWorkspace {
   void* data = nullptr;
   size_t bytes = 0;
+  std::vector<void*> retired;
   AttentionWorkspace() = default;
   AttentionWorkspace(const AttentionWorkspace&) = delete;
   AttentionWorkspace& operator=(const AttentionWorkspace&) = delete;

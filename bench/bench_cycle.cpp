@@ -1,0 +1,195 @@
+// A DFlash cycle against a plain decode step at real model shapes (random
+// weights of the configs' exact shapes), through the engine's own ModelRunner,
+// with recorded graphs and with --enforce-eager:
+//   plain step = target forward over 1 row per request + sampling
+//   cycle      = drafter block pass + target verify of 16 rows per request +
+//                acceptance + the drafter's context write of the kept rows
+// Each time is the median of host-timed steps that end in a synchronize (so
+// launch gaps count), with the host's own time per step (preparing inputs
+// and launching, until it waits for the GPU) beside it. Random weights give
+// random drafts: this times the cycle, not the acceptance; the projected
+// speedup at acceptance length tau is tau / (cycle / plain step).
+//
+// Usage: bench_cycle [--device cuda] --target DIR --drafter DIR [--contexts 1024,8192]
+//                    [--batches 1,8,32] [--reps 30] [--block 16]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/block_manager.h"
+#include "engine/model_runner.h"
+#include "engine/request.h"
+#include "engine/scheduler.h"
+#include "io/model_config.h"
+#include "model/dflash_drafter.h"
+#include "model/qwen3_model.h"
+#include "ops/backend_factory.h"
+
+namespace {
+
+using namespace flashdraft;
+using Clock = std::chrono::steady_clock;
+
+std::vector<int64_t> parse_list(const std::string& s) {
+  std::vector<int64_t> v;
+  size_t p = 0;
+  while (p < s.size()) {
+    const size_t q = s.find(',', p);
+    v.push_back(std::stoll(s.substr(p, q - p)));
+    if (q == std::string::npos) break;
+    p = q + 1;
+  }
+  return v;
+}
+
+struct Timing {
+  double step_ms = 0, host_us = 0;
+};
+
+struct Setup {
+  std::vector<int64_t> contexts, batches;
+  int reps = 30;
+  int64_t block = 16;
+};
+
+// Requests already decoding at `ctx` (their KV holds whatever the pool held:
+// the weights are random anyway), one plan entry of `rows` rows each.
+struct Batch {
+  std::vector<std::unique_ptr<engine::Request>> requests;
+  engine::StepPlan plan;
+};
+
+Batch make_batch(engine::BlockManager& blocks, int64_t batch, int64_t ctx, int64_t rows, int64_t vocab) {
+  Batch b;
+  std::mt19937 rng(static_cast<uint32_t>(ctx * 131 + batch));
+  std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(vocab - 1));
+  engine::SamplingParams params;
+  params.temperature = 0;
+  params.max_tokens = 1 << 20;
+  for (int64_t i = 0; i < batch; ++i) {
+    std::vector<int32_t> prompt(static_cast<size_t>(ctx));
+    for (auto& t : prompt) t = tok(rng);
+    auto r = std::make_unique<engine::Request>(i, std::move(prompt), params);
+    r->state = engine::RequestState::Decoding;
+    r->output.push_back(tok(rng));
+    r->num_computed = ctx;
+    if (!blocks.ensure(r->id, ctx + rows)) throw std::runtime_error("bench_cycle: KV pool too small");
+    b.plan.entries.push_back({r.get(), engine::ScheduledRequest::Kind::Decode, ctx, rows, false});
+    b.plan.total_rows += rows;
+    b.requests.push_back(std::move(r));
+  }
+  return b;
+}
+
+// Times plain steps (no drafter) or cycles at every (context, batch).
+std::vector<Timing> time_runner(model::Qwen3Model& target, model::DFlashDrafter* drafter, const Setup& s,
+                                bool eager) {
+  const int64_t max_ctx = *std::max_element(s.contexts.begin(), s.contexts.end());
+  const int64_t max_batch = *std::max_element(s.batches.begin(), s.batches.end());
+  const int64_t rows = drafter ? s.block : 1;
+  const int64_t per_seq = (max_ctx + rows + 15) / 16;
+  engine::RunnerOptions o;
+  o.enforce_eager = eager;
+  o.max_seqs = max_batch;
+  o.max_rows = max_batch * s.block;
+  o.max_keys = max_ctx + s.block + 1;
+  o.spec_rows = s.block;
+  engine::ModelRunner runner(target, drafter, per_seq * max_batch, 16, o);
+  const auto report = runner.capture_graphs();
+  if (report.enabled)
+    std::fprintf(stderr, "%s: recorded %lld graphs in %.2f s\n", drafter ? "dflash" : "plain",
+                 static_cast<long long>(report.graphs), report.seconds);
+  ops::Backend& be = target.backend();
+  std::vector<Timing> out;
+  for (int64_t ctx : s.contexts) {
+    for (int64_t batch : s.batches) {
+      engine::BlockManager blocks(per_seq * max_batch, 16);
+      Batch b = make_batch(blocks, batch, ctx, rows, target.config().vocab_size);
+      std::vector<int64_t> keep(static_cast<size_t>(batch));
+      auto step = [&] {
+        runner.run(b.plan, blocks);
+        if (!drafter) return;
+        for (size_t i = 0; i < keep.size(); ++i) keep[i] = runner.verdict(i).accepted + 1;
+        runner.write_context(b.plan, keep, blocks);
+      };
+      for (int i = 0; i < 3; ++i) step();  // warm-up: the first run records the graph
+      be.synchronize();
+      std::vector<double> t, host;
+      for (int i = 0; i < s.reps; ++i) {
+        const auto t0 = Clock::now();
+        step();
+        be.synchronize();
+        t.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+        host.push_back(runner.last_host_seconds() * 1e6);
+      }
+      std::sort(t.begin(), t.end());
+      std::sort(host.begin(), host.end());
+      out.push_back({t[t.size() / 2], host[host.size() / 2]});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string device = "cuda", target_dir, drafter_dir;
+  Setup s;
+  s.contexts = {1024, 8192};
+  s.batches = {1, 8, 32};
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--device") device = v;
+    else if (k == "--target") target_dir = v;
+    else if (k == "--drafter") drafter_dir = v;
+    else if (k == "--contexts") s.contexts = parse_list(v);
+    else if (k == "--batches") s.batches = parse_list(v);
+    else if (k == "--reps") s.reps = std::stoi(v);
+    else if (k == "--block") s.block = std::stoll(v);
+    else {
+      std::fprintf(stderr, "bench_cycle: unknown flag %s\n", k.c_str());
+      return 2;
+    }
+  }
+  if (target_dir.empty() || drafter_dir.empty()) {
+    std::fprintf(stderr, "usage: bench_cycle [--device cuda] --target DIR --drafter DIR [--contexts 1024,8192] "
+                         "[--batches 1,8,32] [--reps 30] [--block 16]\n");
+    return 2;
+  }
+  try {
+    auto backend = ops::make_backend(device);
+    auto target = model::Qwen3Model::load_dummy(io::load_model_config(target_dir), backend);
+    auto drafter = model::DFlashDrafter::load_dummy(drafter_dir, *target);
+    std::printf("# bench_cycle on %s: target %s, drafter %s (random weights), block %lld, median of %d\n",
+                backend->describe().c_str(), target_dir.c_str(), drafter_dir.c_str(),
+                static_cast<long long>(s.block), s.reps);
+    // One runner at a time: each holds a KV pool sized for the largest batch.
+    const auto plain_g = time_runner(*target, nullptr, s, false);
+    const auto plain_e = time_runner(*target, nullptr, s, true);
+    const auto cycle_g = time_runner(*target, drafter.get(), s, false);
+    const auto cycle_e = time_runner(*target, drafter.get(), s, true);
+    std::printf("| ctx | batch | plain ms | cycle ms | cycle/plain | x at tau 6.5 | x at tau 4 | eager plain ms | "
+                "eager cycle ms | eager cycle/plain | host us plain (graphs/eager) | host us cycle (graphs/eager) |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    size_t k = 0;
+    for (int64_t ctx : s.contexts) {
+      for (int64_t batch : s.batches) {
+        const double ratio = cycle_g[k].step_ms / plain_g[k].step_ms;
+        std::printf("| %lld | %lld | %.3f | %.3f | %.3f | %.2f | %.2f | %.3f | %.3f | %.3f | %.0f / %.0f | %.0f / %.0f |\n",
+                    static_cast<long long>(ctx), static_cast<long long>(batch), plain_g[k].step_ms,
+                    cycle_g[k].step_ms, ratio, 6.5 / ratio, 4.0 / ratio, plain_e[k].step_ms, cycle_e[k].step_ms,
+                    cycle_e[k].step_ms / plain_e[k].step_ms, plain_g[k].host_us, plain_e[k].host_us,
+                    cycle_g[k].host_us, cycle_e[k].host_us);
+        ++k;
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_cycle: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
