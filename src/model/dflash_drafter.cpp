@@ -228,16 +228,6 @@ void DFlashDrafter::draft(std::span<const int32_t> anchors, const BatchContext& 
   if (!logits.empty()) backend_.download(logits_view_, logits.data());
 }
 
-void DFlashDrafter::draft_tokens(std::span<const int32_t> anchors, const BatchContext& blocks, KVPool& pool,
-                                 int64_t layer_offset, std::vector<int32_t>& tokens) {
-  run(anchors, blocks, pool, layer_offset);
-  tokens.resize(static_cast<size_t>(logits_view_.rows));
-  if (tokens.empty()) return;
-  const ops::Tensor t = grow_tensor(backend_, tokens_, ops::DType::I32, logits_view_.rows, 1);
-  backend_.argmax(logits_view_, t);
-  backend_.download_i32(t, tokens.data());
-}
-
 void DFlashDrafter::draft_contiguous(const float* taps, int64_t n_ctx, int32_t anchor, int64_t block_len,
                                      std::vector<float>& logits) {
   constexpr int64_t kBlock = 16;

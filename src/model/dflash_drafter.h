@@ -75,11 +75,9 @@ class DFlashDrafter {
   // Grows the buffers (blocks and context writes) for batches within `limits`.
   void reserve(const BatchLimits& limits);
   const ops::Tensor& draft_logits() const { return logits_view_; }
-  // run(), then the logits downloaded / only their argmax (the drafts) downloaded.
+  // run(), then the logits downloaded.
   void draft(std::span<const int32_t> anchors, const BatchContext& blocks, KVPool& pool, int64_t layer_offset,
              std::vector<float>& logits);
-  void draft_tokens(std::span<const int32_t> anchors, const BatchContext& blocks, KVPool& pool, int64_t layer_offset,
-                    std::vector<int32_t>& tokens);
 
   // For tests and tools: one request whose context is taps [n_ctx, K * H]
   // (host) at positions 0 .. n_ctx - 1, block of `block_len` rows at n_ctx,
@@ -105,7 +103,7 @@ class DFlashDrafter {
   Activations acts_;
   StepInputs inputs_;
   std::vector<int32_t> ids_;
-  ops::OwnedTensor ctx_, kv_, selected_, logits_, tokens_, host_taps_;
+  ops::OwnedTensor ctx_, kv_, selected_, logits_, host_taps_;
   ops::Tensor logits_view_, selected_view_;
   int64_t rows_ = 0;  // of the prepared blocks
 };
