@@ -20,6 +20,8 @@ TEST(SpeculativeConfig, ReadsTheVllmSpelling) {
   EXPECT_FALSE(d.num_speculative_tokens.has_value());
   EXPECT_TRUE(d.adaptive);  // adaptive draft lengths by default
   EXPECT_FALSE(parse_speculative_config(R"({"method":"dflash","model":"D","adaptive":false})").adaptive);
+  EXPECT_EQ(d.revision, "main");  // of a hub id
+  EXPECT_EQ(parse_speculative_config(R"({"method":"dflash","model":"Org/D","revision":"v2"})").revision, "v2");
 }
 
 void expect_usage_error(const std::string& json, const std::string& needle) {
@@ -43,6 +45,8 @@ TEST(SpeculativeConfig, BadInputIsAUsageErrorSayingWhat) {
   expect_usage_error(R"({"method":"dflash","model":"D","num_speculative_tokens":2.5})", "num_speculative_tokens");
   expect_usage_error(R"({"method":"dflash","model":"D","adaptive":"off"})", "\"adaptive\" must be true or false");
   expect_usage_error(R"({"method":"dflash","model":"D","draft_tensor_parallel_size":1})", "unknown key");
+  expect_usage_error(R"({"method":"dflash","model":"D","revision":""})", "\"revision\" must be");
+  expect_usage_error(R"({"method":"dflash","model":"D","revision":7})", "\"revision\" must be");
 }
 
 }  // namespace
