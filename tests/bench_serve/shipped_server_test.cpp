@@ -91,7 +91,7 @@ class BackgroundServer {
 TEST(BenchServeShipped, AcceptanceFromMetrics) {
   const std::string models = FD_SOURCE_DIR "/models";
   BackgroundServer server({"serve", "--model", models + "/target", "--speculative-config",
-                           R"({"method":"dflash","model":")" + models + R"(/drafter-full"})", "--port", "0",
+                           R"({"method":"dflash","model":")" + models + R"(/drafter-full","adaptive":false})", "--port", "0",
                            "--device", "cpu"});
   const std::string base_url = server.wait_ready();
   ASSERT_FALSE(base_url.empty()) << "the server did not come up:\n" << server.log();

@@ -41,8 +41,8 @@ TEST(CliDFlash, GreedyTextIsTheSameWithAndWithoutADrafter) {
     EXPECT_NE(summary.find("96 generated tokens"), std::string::npos) << summary;
     EXPECT_NE(summary.find("dflash tau "), std::string::npos) << summary;
     EXPECT_NE(summary.find("acceptance by position"), std::string::npos) << summary;
-    // Two load lines (target, drafter) and the summary.
-    EXPECT_EQ(r.err_lines().size(), 3u) << r.err;
+    // Two load lines (target, drafter), adaptive speculation's calibration line and the summary.
+    EXPECT_EQ(r.err_lines().size(), 4u) << r.err;
   }
   EXPECT_EQ(plain.err.find("tau"), std::string::npos) << plain.err;
 }
