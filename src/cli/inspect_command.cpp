@@ -16,6 +16,7 @@
 #include "io/model_config.h"
 #include "model/dflash_config.h"
 #include "model/model_description.h"
+#include "serving/model_dir.h"
 #include "tokenizer/tokenizer.h"
 
 namespace flashdraft::cli {
@@ -231,9 +232,12 @@ void print_model(const char* role, const json& m) {
 CLI::App* add_inspect_command(CLI::App& app, InspectOptions& o) {
   CLI::App* cmd = app.add_subcommand(
       "inspect", "Check a model directory (or a target + DFlash drafter pair) without loading weights");
-  cmd->add_option("--model", o.model_dir, "Model directory: a target, or a DFlash drafter on its own")
+  cmd->add_option("--model", o.model_dir,
+                  "Model directory or Hugging Face hub id: a target, or a DFlash drafter on its own")
       ->required();
-  cmd->add_option("--draft-model", o.draft_model_dir, "DFlash drafter directory, checked against --model");
+  cmd->add_option("--draft-model", o.draft_model_dir,
+                  "DFlash drafter directory or hub id, checked against --model");
+  cmd->add_option("--revision", o.revision, "With hub ids: the branch, tag or commit (default: main)");
   cmd->add_flag("--config-only", o.config_only, "Read config.json only (no safetensors headers)");
   cmd->add_flag("--json", o.json, "Print the report as JSON");
   return cmd;
@@ -242,8 +246,14 @@ CLI::App* add_inspect_command(CLI::App& app, InspectOptions& o) {
 std::vector<std::string> run_inspect(const InspectOptions& o) {
   std::vector<std::string> errors;
   json report = json::object();
-  const fs::path model_dir = o.model_dir;
-  fs::path target_dir, drafter_dir = o.draft_model_dir;
+  // A hub id is fetched into (or found in) the local cache first; only what
+  // the check reads: config.json, and the weights unless --config-only.
+  const serving::ModelNeeds needs{.tokenizer = false, .weights = !o.config_only};
+  const fs::path model_dir = serving::resolve_model("--model", o.model_dir, needs, o.revision);
+  fs::path target_dir,
+      drafter_dir = o.draft_model_dir.empty() ? fs::path()
+                                              : serving::resolve_model("--draft-model", o.draft_model_dir, needs,
+                                                                       o.revision);
   try {
     if (is_drafter_dir(model_dir)) {
       if (!drafter_dir.empty())

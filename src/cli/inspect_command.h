@@ -13,7 +13,8 @@
 namespace flashdraft::cli {
 
 struct InspectOptions {
-  std::string model_dir, draft_model_dir;
+  std::string model_dir, draft_model_dir;  // directories or hub ids
+  std::string revision = "main";
   bool config_only = false;
   bool json = false;
 };

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -193,6 +194,41 @@ TEST(CliInspect, WeightsThatDoNotMatchTheConfig) {
   EXPECT_EQ(run_flashdraft({"inspect", "--model", kModels + "target", "--draft-model", d.string(), "--config-only"})
                 .exit_code,
             0);
+}
+
+// Hub ids resolve through the local Hugging Face cache (huggingface_hub's
+// layout: snapshots/<commit>/ files, refs/main), offline here.
+TEST(CliInspect, HubIdsFromTheLocalCache) {
+  Scratch s;
+  const std::string commit = "0123456789abcdef0123456789abcdef01234567";
+  const auto cache_model = [&](const std::string& repo, const std::string& dir) {
+    const fs::path r = s.path / ("models--Org--" + repo);
+    fs::create_directories(r / "snapshots" / commit);
+    fs::create_directories(r / "refs");
+    std::ofstream(r / "refs" / "main") << commit;
+    for (const auto& f : fs::directory_iterator(kModels + dir))
+      fs::create_symlink(fs::absolute(f.path()), r / "snapshots" / commit / f.path().filename());
+  };
+  cache_model("Target", "target");
+  cache_model("Drafter", "drafter-full");
+  setenv("HF_HUB_CACHE", s.path.c_str(), 1);
+  setenv("HF_HUB_OFFLINE", "1", 1);
+  Ran r;
+  const json hub = inspect_json({"--model", "Org/Target", "--draft-model", "Org/Drafter"}, &r);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const json local = inspect_json({"--model", kModels + "target", "--draft-model", kModels + "drafter-full"});
+  EXPECT_TRUE(hub["pair"]["fits"].get<bool>());
+  EXPECT_EQ(hub["target"]["checkpoint_parameters"], local["target"]["checkpoint_parameters"]);
+  EXPECT_EQ(hub["drafter"]["checkpoint_parameters"], local["drafter"]["checkpoint_parameters"]);
+  EXPECT_EQ(hub["drafter"]["mask_token"], "<|mask|>");
+
+  // Not cached and offline: one usage line naming the flag and the id.
+  r = run_flashdraft({"inspect", "--model", "Org/Target", "--draft-model", "Org/Missing", "--config-only"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--draft-model Org/Missing"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("HF_HUB_OFFLINE"), std::string::npos) << r.err;
+  unsetenv("HF_HUB_CACHE");
+  unsetenv("HF_HUB_OFFLINE");
 }
 
 TEST(CliInspect, UnsupportedModelsAreOneLine) {
