@@ -76,9 +76,19 @@ TEST(RopeGolden, EveryTypeHasACase) {
   for (const char* n : {"llama3_llama31_8b", "yarn_qwen3_8b_factor4"}) EXPECT_TRUE(names.count(n)) << n;
 }
 
-// inv_freq bit for bit: at position 131071 one ulp of a frequency moves the
-// angle by up to 0.016 rad, so nothing less keeps long contexts on the reference.
-TEST(RopeGolden, InverseFrequenciesAndAttentionFactorMatchBitForBit) {
+int64_t ulps_apart(float a, float b) {
+  return std::abs(static_cast<int64_t>(bits(a)) - static_cast<int64_t>(bits(b)));  // same sign here
+}
+
+// inv_freq bit for bit, with one known exception: torch's float32 pow on the
+// CPU (Sleef, 1-ulp accuracy) is not correctly rounded, and for theta 1e6,
+// head_dim 128 it lands one ulp low at entry 37; every Qwen3 table built from
+// those powers inherits it. Ours is the correctly rounded power (checked
+// here against long double), so such an entry may differ by that one ulp of
+// the power, relatively (two ulps of the result where a scaling divides it
+// into a lower binade), and no more. It moves the angle at position 131071 by
+// ~4e-6 rad.
+TEST(RopeGolden, InverseFrequenciesAndAttentionFactorMatchTransformers) {
   for (const json& g : golden_cases()) {
     const std::string name = g["name"];
     SCOPED_TRACE(name);
@@ -86,13 +96,24 @@ TEST(RopeGolden, InverseFrequenciesAndAttentionFactorMatchBitForBit) {
     EXPECT_EQ(io::rope_type_name(cfg.rope.type), g["rope_type"].get<std::string>());
     const RopeTable t = rope_table(cfg);
     const auto want = g["inv_freq"].get<std::vector<float>>();
+    const int64_t hd = g["head_dim"];
     ASSERT_EQ(t.inv_freq.size(), want.size());
-    ASSERT_EQ(static_cast<int64_t>(want.size()), g["head_dim"].get<int64_t>() / 2);
-    int differ = 0;
-    for (size_t i = 0; i < want.size(); ++i)
-      if (bits(t.inv_freq[i]) != bits(want[i]) && ++differ <= 3)
-        ADD_FAILURE() << "inv_freq[" << i << "] = " << t.inv_freq[i] << ", transformers " << want[i];
-    EXPECT_EQ(differ, 0) << "of " << want.size();
+    ASSERT_EQ(static_cast<int64_t>(want.size()), hd / 2);
+    std::vector<float> powers(want.size());
+    ops::cpu::rope_base_powers(cfg.rope.theta, hd, powers.data());
+    int one_ulp = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      const int64_t apart = ulps_apart(t.inv_freq[i], want[i]);
+      if (apart == 0) continue;
+      const double relative = std::abs(static_cast<double>(t.inv_freq[i]) - want[i]) / want[i];
+      EXPECT_LE(apart, 2) << "inv_freq[" << i << "] = " << t.inv_freq[i] << ", transformers " << want[i];
+      EXPECT_LE(relative, 1.5 * std::ldexp(1.0, -23)) << "inv_freq[" << i << "]";
+      ++one_ulp;
+      const long double exponent = static_cast<float>(2 * i) / static_cast<float>(hd);
+      const float exact = static_cast<float>(std::pow(static_cast<long double>(static_cast<float>(cfg.rope.theta)), exponent));
+      EXPECT_EQ(bits(powers[i]), bits(exact)) << "power " << i << " is not the correctly rounded one";
+    }
+    EXPECT_LE(one_ulp, 1) << "entries apart from transformers, of " << want.size();
     EXPECT_EQ(bits(t.attention_factor), bits(g["attention_factor"].get<float>()))
         << t.attention_factor << " vs " << g["attention_factor"].get<float>();
   }
@@ -115,14 +136,17 @@ TEST(RopeGolden, CosAndSinAtLongPositionsMatch) {
       std::vector<float> x(static_cast<size_t>(hd), 0.0f);
       std::fill(x.begin(), x.begin() + half, 1.0f);
       ops::cpu::rope_neox(x.data(), &positions[p], t.inv_freq.data(), 1, 1, hd, t.attention_factor);
-      float worst = 0;
+      const auto want_inv = g["inv_freq"].get<std::vector<float>>();
       for (int64_t i = 0; i < half; ++i) {
-        worst = std::max(worst, std::abs(x[i] - cos[p][i]));
-        worst = std::max(worst, std::abs(x[half + i] - sin[p][i]));
+        // One float32 rounding of cos/sin apart (torch's vectorised cos vs a
+        // correctly rounded one), plus what an inv_freq one ulp apart (see
+        // above) moves the angle by at this position.
+        const double drift = static_cast<double>(positions[p]) * std::abs(t.inv_freq[i] - want_inv[i]) *
+                             t.attention_factor;
+        const double bound = 2.5e-7 + 1.01 * drift;
+        EXPECT_LE(std::abs(x[i] - cos[p][i]), bound) << "cos, position " << positions[p] << ", entry " << i;
+        EXPECT_LE(std::abs(x[half + i] - sin[p][i]), bound) << "sin, position " << positions[p] << ", entry " << i;
       }
-      // One float32 rounding of cos/sin apart (torch's vectorised cos vs a
-      // correctly rounded one), at most.
-      EXPECT_LE(worst, 2.5e-7f) << "position " << positions[p];
     }
   }
 }
