@@ -2,7 +2,8 @@
 # One call on the lent GPU machine: build (scripts/device_build.sh), then the
 # GPU tests and benchmarks, logs under $OUT (default ./gpu-out). Needs
 # .carry (scripts/device_fetch_debs.sh: packages and configs) carried with the call.
-# Usage: bash scripts/gpu_run.sh [tests] [bench] [cycle] [attention] [profile]   (default: tests bench attention)
+# Usage: bash scripts/gpu_run.sh [tests] [bench] [cycle] [peer] [attention] [profile] [rope]
+#   (default: tests bench attention)
 # (A call returns at most 8 files: run profile apart from attention.)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +11,7 @@ out=${OUT:-gpu-out}
 mkdir -p "$out"
 what=${*:-tests bench attention}
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv,noheader | tee "$out/gpu.txt"
-source scripts/device_build.sh backend_ops_test batch_invariance_test engine_gpu_tests bench_step bench_cycle bench_backend_ops bench_attention flashdraft \
+source scripts/device_build.sh backend_ops_test batch_invariance_test engine_gpu_tests rope_scaling_test bench_step bench_cycle bench_backend_ops bench_attention flashdraft \
   || exit 1
 export PYTHONUNBUFFERED=1
 if [[ $what == *tests* ]]; then
@@ -24,6 +25,18 @@ if [[ $what == *bench* ]]; then
 fi
 if [[ $what == *cycle* ]]; then
   build-gpu/bench/bench_cycle --target .carry/configs/qwen3-8b --drafter .carry/configs/qwen3-8b-dflash-b16 --contexts 1024,8192 --batches 1,8,32 --reps 30 2>&1 | tee "$out/bench_cycle.log"
+fi
+if [[ $what == *peer* ]]; then
+  # The peer at the same shapes: transformers plain decode and z-lab's DFlash loop (batch 1).
+  python3 tools/peer_transformers_cycle.py --target .carry/configs/qwen3-8b --drafter .carry/configs/qwen3-8b-dflash-b16 \
+    --contexts 1024,8192 --reps 20 2>&1 | grep -v Warning | tee "$out/peer_cycle.log"
+fi
+if [[ $what == *rope* ]]; then
+  # transformers' own RoPE tables (tests/fixtures/rope, one tarball back), then the test against them.
+  python3 tools/gen_rope_golden.py --out /tmp/rope 2>&1 | tail -12 | tee "$out/rope_gen.log"
+  tar czf "$out/rope.tgz" -C /tmp/rope . && cp /tmp/rope/*.json tests/fixtures/rope/
+  build-gpu/tests/model/rope_scaling_test 2>&1 | grep -E "^\[  (PASSED|FAILED|SKIPPED)|Failure|^\[ *OK|rope|inv_freq|position" | head -60 \
+    | tee "$out/rope_test.log"
 fi
 if [[ $what == *profile* ]]; then
   # One batch-1 decode step at ctx 1024 under ncu: the sum of its kernel times.
