@@ -65,6 +65,9 @@ std::vector<std::vector<int32_t>> run(model::Qwen3Model& target, model::DFlashDr
   c.max_running = 4;
   c.max_model_len = 256;
   c.num_kv_blocks = 64;
+  // Fixed full-length drafts: the test is about every draft position, and
+  // adaptive speculation may (rightly, on a loaded machine) choose not to draft.
+  c.adaptive_speculation = false;
   Engine engine(target, drafter, c);
   SamplingParams p;
   p.temperature = 0;
