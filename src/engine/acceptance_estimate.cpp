@@ -26,7 +26,7 @@ double AcceptanceEstimate::request_rate(RequestId id, int64_t m) const {
   if (it == requests_.end()) return g;
   const auto i = static_cast<size_t>(m - 1);
   const double q = (it->second.kept[i] + kPriorWeight * g) / (it->second.tried[i] + kPriorWeight);
-  return it->second.idle >= kProbeAfter ? std::max(q, kPrior) : q;
+  return it->second.idle >= it->second.wait ? std::max(q, kPrior) : q;
 }
 
 void AcceptanceEstimate::cumulative(RequestId id, std::span<double> out) const {
@@ -54,6 +54,7 @@ void AcceptanceEstimate::observe(RequestId id, int64_t proposed, int64_t accepte
                             max_k_));
   }
   Counts& r = request(id);
+  r.wait = r.idle >= r.wait ? std::min(2 * r.wait, kProbeMax) : kProbeAfter;
   r.idle = 0;
   for (size_t i = 0; i < r.tried.size(); ++i) {
     r.tried[i] *= kRequestDecay;

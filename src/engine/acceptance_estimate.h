@@ -21,10 +21,14 @@
 // A request that does not draft teaches nothing, so a pessimistic estimate
 // would never be corrected (a request that falls into a loop after a hard
 // start, or a global rate dragged down by a few unlucky first steps). After
-// kProbeAfter steps without drafts its rates are taken as at least kPrior
-// for one step: if drafting pays at that rate the policy drafts for it, and
-// what the verify shows replaces the guess. Where drafting cannot pay even
-// then (a busy machine) the probe costs nothing, since nothing is drafted.
+// a wait of steps without drafts its rates are taken as at least kPrior
+// until it drafts: if drafting pays at that rate the policy drafts for it,
+// and what the verify shows replaces the guess. Where drafting cannot pay
+// even then (a busy machine) the probe costs nothing, since nothing is
+// drafted. The wait starts at kProbeAfter and doubles after every probe,
+// up to kProbeMax, so text the drafter cannot follow costs a probe every
+// few dozen steps rather than every eighth; a request that drafts on its
+// own estimate (its probe paid) is back to kProbeAfter.
 #include <cstdint>
 #include <span>
 #include <unordered_map>
@@ -42,6 +46,7 @@ class AcceptanceEstimate {
   static constexpr double kRequestDecay = 0.7;
   static constexpr double kIdleDecay = 0.9;
   static constexpr int64_t kProbeAfter = 8;
+  static constexpr int64_t kProbeMax = 128;
 
   explicit AcceptanceEstimate(int64_t max_drafts);
 
@@ -63,6 +68,7 @@ class AcceptanceEstimate {
   struct Counts {
     std::vector<double> tried, kept;
     int64_t idle = 0;  // steps since its last draft
+    int64_t wait = kProbeAfter;  // idle steps before its next probe
   };
   Counts& request(RequestId id);
 

@@ -90,12 +90,13 @@ CalibrationReport calibrate_step_costs(ModelRunner& runner, BlockManager& blocks
         r.state = RequestState::Prefilling;
         r.num_computed = 0;
       }
-      fits = blocks.ensure(r.id, s.context + s.rows);
+      // A drafting entry's drafter block covers spec positions whatever its rows.
+      fits = blocks.ensure(r.id, s.context + (s.decode && s.rows > 1 ? std::max(s.rows, spec) : s.rows));
       using Kind = ScheduledRequest::Kind;
       plan.entries.push_back({&r, s.decode ? Kind::Decode : Kind::Prefill, s.context, s.rows, !s.decode});
       plan.total_rows += s.rows;
       if (s.decode) {
-        measured.add_decode(s.context, s.rows);
+        measured.add_decode(s.context, s.rows, spec);
         measured.uneven |= s.rows != shape[0].rows;
       } else {
         measured.add_prefill(s.context, s.rows);

@@ -27,8 +27,10 @@ class Batch {
     rows_count_.assign(static_cast<size_t>(most + 2), 0);
     per_.resize(c_.size());
     for (size_t i = 0; i < c_.size(); ++i) {
-      per_[i].resize(static_cast<size_t>(c_[i].max_drafts + 1));
-      for (int64_t j = 0; j <= c_[i].max_drafts; ++j) per_[i][static_cast<size_t>(j)].add_decode(c_[i].context, 1 + j);
+      // Up to the longest length of any request: one shared length may pad a request past its own.
+      per_[i].resize(static_cast<size_t>(most + 1));
+      for (int64_t j = 0; j <= most; ++j)
+        per_[i][static_cast<size_t>(j)].add_decode(c_[i].context, 1 + j, c_[i].draft_block);
       enter(i);
     }
   }
@@ -77,7 +79,8 @@ double expected_tokens(const DraftCandidate& c, int64_t k) {
   return t;
 }
 
-std::vector<int64_t> choose_draft_lengths(std::span<const DraftCandidate> candidates, const StepCostModel& costs) {
+std::vector<int64_t> choose_draft_lengths(std::span<const DraftCandidate> candidates, const StepCostModel& costs,
+                                          const DraftOptions& options) {
   const size_t n = candidates.size();
   std::vector<int64_t> k(n, 0);
   int64_t most = 0;
@@ -90,14 +93,17 @@ std::vector<int64_t> choose_draft_lengths(std::span<const DraftCandidate> candid
   // One length for everyone.
   double best = batch.rate(costs);
   int64_t best_u = 0;
-  for (int64_t u = 1; u <= most; ++u) {
+  auto shared = [&](int64_t u) {
     for (size_t i = 0; i < n; ++i)
-      if (!candidates[i].fixed) batch.set(i, std::min(u, candidates[i].max_drafts));
+      if (!candidates[i].fixed) batch.set(i, options.one_length ? u : std::min(u, candidates[i].max_drafts));
+  };
+  for (int64_t u = 1; u <= most; ++u) {
+    shared(u);
     const double r = batch.rate(costs);
     if (r > best) best = r, best_u = u;
   }
-  for (size_t i = 0; i < n; ++i)
-    if (!candidates[i].fixed) batch.set(i, std::min(best_u, candidates[i].max_drafts));
+  shared(best_u);
+  if (options.one_length) return batch.lengths();
 
   // Then each request on its own.
   for (int round = 0; round < 4; ++round) {

@@ -16,6 +16,13 @@
 // request at a time over all its lengths, until no change helps. A few
 // hundred evaluations of a 13-term dot product per step.
 //
+// One length per step (DraftOptions::one_length): where the backend replays
+// recorded decode steps (CUDA graphs), recorded per rows per sequence, a
+// step whose requests verify different lengths runs eagerly. There the
+// search stops after the shared length, which every adaptive request then
+// verifies, also one near its end (drafts past its last token are verified
+// and dropped: lossless, and the step stays one graph).
+//
 // Prefill rows sharing the step are left out: they cost the same whatever
 // the drafts, and counting their time would make drafting look cheaper.
 #include <cstdint>
@@ -30,12 +37,18 @@ struct DraftCandidate {
   int64_t context = 0;     // positions already in the KV cache (the anchor goes at this one)
   int64_t max_drafts = 0;  // most drafts that could be useful (0: this request decodes plainly)
   bool fixed = false;      // drafts exactly max_drafts
+  int64_t draft_block = 0; // rows of the drafter's block when it drafts (StepShape::add_decode)
   // P(a >= j) for j = 1 .. max_drafts (non-increasing).
   std::vector<double> accept;
 };
 
+struct DraftOptions {
+  bool one_length = false;  // every adaptive request verifies the same length (see above)
+};
+
 // Draft lengths, one per candidate.
-std::vector<int64_t> choose_draft_lengths(std::span<const DraftCandidate> candidates, const StepCostModel& costs);
+std::vector<int64_t> choose_draft_lengths(std::span<const DraftCandidate> candidates, const StepCostModel& costs,
+                                          const DraftOptions& options = {});
 
 // Expected committed tokens of one request drafting k: 1 + sum_{j <= k} P(a >= j).
 double expected_tokens(const DraftCandidate& c, int64_t k);

@@ -99,6 +99,7 @@ void Engine::choose_draft_rows(std::span<ScheduledRequest> decodes) {
     const Request& r = *decodes[i].request;
     DraftCandidate& c = candidates_[i];
     c.context = decodes[i].pos0;
+    c.draft_block = 1 + k_;
     c.fixed = !r.params.adaptive_speculation.value_or(config_.adaptive_speculation);
     if (c.fixed) {
       c.max_drafts = k_;
@@ -115,7 +116,9 @@ void Engine::choose_draft_rows(std::span<ScheduledRequest> decodes) {
   }
   if (!any_adaptive) return;  // every entry keeps spec_rows
   if (!calibrated_) calibrate_costs();
-  const std::vector<int64_t> k = choose_draft_lengths(candidates_, *costs_);
+  DraftOptions options;
+  options.one_length = runner_->graphs_enabled();
+  const std::vector<int64_t> k = choose_draft_lengths(candidates_, *costs_, options);
   for (size_t i = 0; i < decodes.size(); ++i) decodes[i].rows = 1 + k[i];
 }
 
@@ -318,7 +321,7 @@ std::vector<StepOutput> Engine::step() {
     StepShape shape;
     for (const ScheduledRequest& e : plan.entries) {
       if (e.kind == ScheduledRequest::Kind::Decode) {
-        shape.add_decode(e.pos0, e.rows);
+        shape.add_decode(e.pos0, e.rows, 1 + k_);
         shape.uneven |= e.rows != plan.entries[0].rows;
       } else {
         shape.add_prefill(e.pos0, e.rows);

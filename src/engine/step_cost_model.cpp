@@ -49,8 +49,9 @@ bool solve(std::vector<double>& m, std::vector<double>& v, int n) {
 
 }  // namespace
 
-void StepShape::add_decode(int64_t context, int64_t rows) {
+void StepShape::add_decode(int64_t context, int64_t rows, int64_t draft_block) {
   const auto c = static_cast<double>(context), n = static_cast<double>(rows);
+  const auto b = static_cast<double>(std::max(rows, draft_block));
   seqs += 1;
   this->rows += n;
   logit_rows += n;
@@ -58,8 +59,8 @@ void StepShape::add_decode(int64_t context, int64_t rows) {
   row_keys += n * c + n * (n + 1) / 2;  // causal within the verify rows
   if (rows > 1) {
     draft_seqs += 1;
-    draft_rows += n;
-    draft_keys += n * (c + n);  // the block attends to all of itself
+    draft_rows += b;
+    draft_keys += b * (c + b);  // the block attends to all of itself
   }
 }
 

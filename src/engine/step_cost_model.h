@@ -13,7 +13,7 @@
 //           + c_seq_keys * sum_seq keys / 1024         KV read once per sequence (memory-bound attention)
 //           + c_row_keys * sum_row keys / 1024         keys each row attends (compute-bound attention)
 //           + c_draft * [drafter runs]                 the drafter pass's fixed cost
-//           + c_draft_row * Rd                         drafter rows: (1 + k) per drafting request
+//           + c_draft_row * Rd                         drafter rows: its block per drafting request
 //           + c_draft_keys * sum_drafter_row keys / 1024   the drafter attends to all context too
 //           + c_uneven * [decode rows differ]          mixed draft lengths (no replayed decode graph)
 //
@@ -45,13 +45,15 @@ struct StepShape {
   double seq_keys = 0;    // sum over sequences of the keys the last row attends (context + rows)
   double row_keys = 0;    // sum over rows of the keys each attends (causal)
   double draft_seqs = 0;  // sequences the drafter drafts for
-  double draft_rows = 0;  // drafter rows: 1 + k for each drafting sequence
+  double draft_rows = 0;  // drafter rows: its whole block for each drafting sequence
   double draft_keys = 0;  // sum over drafter rows of the keys each attends (context + the whole block)
   bool uneven = false;    // decode entries with different row counts
 
   // Adds one sequence: `context` positions already in the KV cache, `rows`
-  // new rows; a decode entry with rows > 1 is drafted for (rows - 1 drafts).
-  void add_decode(int64_t context, int64_t rows);
+  // new rows; a decode entry with rows > 1 is drafted for (rows - 1 drafts)
+  // by a drafter block of max(rows, draft_block) rows (the runner drafts a
+  // whole block whatever the draft length; see ModelRunner).
+  void add_decode(int64_t context, int64_t rows, int64_t draft_block = 0);
   void add_prefill(int64_t context, int64_t rows);
 };
 
