@@ -2,7 +2,7 @@
 # One call on the lent GPU machine: build (scripts/device_build.sh), then the
 # GPU tests and benchmarks, logs under $OUT (default ./gpu-out). Needs
 # .carry (scripts/device_fetch_debs.sh: packages and configs) carried with the call.
-# Usage: bash scripts/gpu_run.sh [tests] [bench] [cycle] [peer] [attention] [profile] [rope]
+# Usage: bash scripts/gpu_run.sh [tests] [bench] [cycle] [peer] [timeline] [attention] [profile] [rope]
 #   (default: tests bench attention)
 # (A call returns at most 8 files: run profile apart from attention.)
 set -uo pipefail
@@ -11,7 +11,7 @@ out=${OUT:-gpu-out}
 mkdir -p "$out"
 what=${*:-tests bench attention}
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv,noheader | tee "$out/gpu.txt"
-source scripts/device_build.sh backend_ops_test batch_invariance_test engine_gpu_tests rope_scaling_test bench_step bench_cycle bench_backend_ops bench_attention flashdraft \
+source scripts/device_build.sh backend_ops_test batch_invariance_test engine_gpu_tests rope_scaling_test bench_step bench_cycle bench_backend_ops bench_attention kernel_timeline flashdraft \
   || exit 1
 export PYTHONUNBUFFERED=1
 if [[ $what == *tests* ]]; then
@@ -30,6 +30,17 @@ if [[ $what == *peer* ]]; then
   # The peer at the same shapes: transformers plain decode and z-lab's DFlash loop (batch 1).
   python3 tools/peer_transformers_cycle.py --target .carry/configs/qwen3-8b --drafter .carry/configs/qwen3-8b-dflash-b16 \
     --contexts 1024,8192 --reps 20 2>&1 | grep -v Warning | tee "$out/peer_cycle.log"
+fi
+if [[ $what == *timeline* ]]; then
+  # GPU idle time between the kernels of a replayed step (CUPTI timeline, bench/kernel_gaps.py):
+  # the plain step's graph and the cycle's draft+verify graph (the context write runs eagerly).
+  for point in "1024 1" "1024 8" "8192 1"; do
+    set -- $point
+    CUDA_INJECTION64_PATH=$PWD/build-gpu/bench/libkernel_timeline.so FD_TIMELINE=/tmp/timeline_$1_$2.csv \
+      build-gpu/bench/bench_cycle --target .carry/configs/qwen3-8b --drafter .carry/configs/qwen3-8b-dflash-b16 \
+      --contexts $1 --batches $2 --reps 20 >/dev/null 2>/tmp/timeline_$1_$2.err || tail -3 /tmp/timeline_$1_$2.err
+    python3 bench/kernel_gaps.py /tmp/timeline_$1_$2.csv --top 2 --label "ctx $1 batch $2" | { [[ $1$2 == 10241 ]] && cat || tail -n +3; }
+  done 2>&1 | tee "$out/kernel_gaps.txt"
 fi
 if [[ $what == *rope* ]]; then
   # transformers' own RoPE tables (tests/fixtures/rope, one tarball back), then the test against them.

@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""GPU idle time between kernels, per replayed CUDA graph, from a timeline
+written by bench/libkernel_timeline.so (bench/kernel_timeline.cpp).
+
+  python3 bench/kernel_gaps.py t.csv [--top 3]
+
+A graph launch is the kernels sharing one (graph id, correlation id). For each
+graph replayed at least 5 times: kernels per launch, and the median over its
+launches of the span (first start to last end), the busy time (the union of
+its kernels' intervals: programmatic dependent launch lets neighbours
+overlap) and the idle time (span - busy), with the kernel pairs whose gaps
+cost the most (median over launches).
+"""
+import argparse
+import collections
+import csv
+import re
+import statistics
+
+
+def short(name):
+    name = re.sub(r"^void ", "", name)
+    name = re.sub(r"\(.*$", "", name)
+    name = re.sub(r"<.*$", "", name)
+    return name.split("::")[-1][:40]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("csv")
+    ap.add_argument("--top", type=int, default=3, help="graphs to report, most replayed first")
+    ap.add_argument("--label", default="", help="a name for the run, printed with each row")
+    a = ap.parse_args()
+    launches = collections.defaultdict(list)
+    for r in csv.DictReader(open(a.csv)):
+        if r["graph_id"] != "0":
+            launches[(int(r["graph_id"]), int(r["correlation_id"]))].append(
+                (int(r["start_ns"]), int(r["end_ns"]), r["name"]))
+    by_graph = collections.defaultdict(list)
+    for (g, _), ks in launches.items():
+        by_graph[g].append(sorted(ks))
+    graphs = sorted((g for g in by_graph if len(by_graph[g]) >= 5), key=lambda g: -len(by_graph[g]))[: a.top]
+    print("| run | graph | launches | kernels | span us | busy us | idle us | idle % | costliest gaps (us) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for g in graphs:
+        spans, busys, idles = [], [], []
+        gap_at = collections.defaultdict(list)
+        for ks in by_graph[g]:
+            t0, t1 = ks[0][0], max(e for _, e, _ in ks)
+            busy, cur_s, cur_e = 0, ks[0][0], ks[0][1]
+            for i, (s, e, _) in enumerate(ks[1:], 1):
+                if s > cur_e:
+                    busy += cur_e - cur_s
+                    gap_at[(i, short(ks[i - 1][2]), short(ks[i][2]))].append(s - cur_e)
+                    cur_s, cur_e = s, e
+                else:
+                    cur_e = max(cur_e, e)
+            busy += cur_e - cur_s
+            spans.append((t1 - t0) / 1e3)
+            busys.append(busy / 1e3)
+            idles.append((t1 - t0 - busy) / 1e3)
+        n = len(by_graph[g])
+        # Sum the gaps over kernel pairs of the same names (one per layer), median per launch.
+        pair_cost = collections.defaultdict(float)
+        for (i, x, y), v in gap_at.items():
+            pair_cost[(x, y)] += statistics.median(v) * len(v) / n / 1e3
+        worst = sorted(pair_cost.items(), key=lambda kv: -kv[1])[:3]
+        worst_s = "; ".join(f"{x} > {y} {c:.1f}" for (x, y), c in worst)
+        span, busy, idle = statistics.median(spans), statistics.median(busys), statistics.median(idles)
+        print(f"| {a.label} | {g} | {n} | {len(by_graph[g][0])} | {span:.1f} | {busy:.1f} | {idle:.1f} | "
+              f"{100 * idle / span:.1f} | {worst_s} |")
+
+
+if __name__ == "__main__":
+    main()
