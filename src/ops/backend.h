@@ -191,6 +191,9 @@ class Backend {
   // backend has no graphs (the CPU: every op runs as it is called). `work`
   // must enqueue ops only: no upload, download or synchronize, and no
   // allocation that the replay would need to see (size buffers first).
+  // The backend's queue as its native handle (the cudaStream_t of a CUDA
+  // backend), for collectives that enqueue on it; null on the CPU.
+  virtual void* native_queue() const { return nullptr; }
   virtual bool supports_graphs() const { return false; }
   virtual std::unique_ptr<Graph> capture(const std::function<void()>& work) {
     (void)work;
@@ -236,6 +239,12 @@ class Backend {
   virtual void softcap(const Tensor& x, float cap) = 0;
   // out[r] = index of the largest x[r, :], the first on ties. out: i32 [n, 1].
   virtual void argmax(const Tensor& x, const Tensor& out) = 0;
+  // The argmax of a vocabulary shard, for tensor parallelism: x holds
+  // columns [offset, offset + x.cols) of each row's logits; keys (i32 [n, 2])
+  // row r <- {offset + argmax of x[r] (the first on ties),
+  // argmax_key::high_word(its value)} (ops/argmax_key.h), so the smallest
+  // key over the shards, as a little-endian u64, is the whole row's argmax.
+  virtual void argmax_key(const Tensor& x, int64_t offset, const Tensor& keys) = 0;
   // One token per row of f32 logits [n, vocab] into out i32 [n, 1], row r
   // drawn as rows[r] says (rows: i32 [n, SampleRow::kWords], SampleRow's words).
   //   temperature 0: the argmax, the lowest id on ties.

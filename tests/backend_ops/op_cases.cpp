@@ -434,6 +434,15 @@ std::vector<OpCase> op_cases(DType dtype) {
     c.name = "argmax_n" + S(n) + "_v" + S(vocab) + (ties ? "_ties" : "");
     add(c);
   }
+  // argmax_key: one rank's shard of a tensor-parallel vocabulary (the keys
+  // hold the value's order word too, so equal keys mean equal values).
+  for (auto [n, shard, offset, ties] : {std::tuple<int64_t, int64_t, int64_t, bool>{1, 75968, 75968, false},
+                                        {16, 37984, 113952, true},
+                                        {200, 4096, 0, false}}) {
+    OpCase c{.op = Op::Argmax, .n = n, .dim = shard, .ties = ties, .offset = offset};
+    c.name = "argmax_key_n" + S(n) + "_v" + S(shard) + "_at" + S(offset) + (ties ? "_ties" : "");
+    add(c);
+  }
 
   // ---- sample and accept: a verify step's rows and plain decode rows, each
   // row with its own filters (sample_row_params) and random key.
@@ -804,10 +813,15 @@ void Bound::setup(const OpCase& c, const CaseData& d) {
     case Op::Argmax: {
       const Tensor x = put(DType::F32, n, c.dim, d.x);
       // fill_nan knows no i32: an index no row can have instead.
-      keep_.push_back(upload_i32(be_, std::vector<int32_t>(static_cast<size_t>(n), -7)));
-      const Tensor out = keep_.back().t;
-      op_ = [this, x, out] { be_.argmax(x, out); };
-      output("index", out);
+      const int64_t words = c.offset >= 0 ? 2 : 1;
+      keep_.push_back(upload_i32(be_, std::vector<int32_t>(static_cast<size_t>(n * words), -7)));
+      const Tensor out = keep_.back().t.reshape(n, words);
+      const int64_t offset = c.offset;
+      if (offset >= 0)
+        op_ = [this, x, offset, out] { be_.argmax_key(x, offset, out); };
+      else
+        op_ = [this, x, out] { be_.argmax(x, out); };
+      output(offset >= 0 ? "key" : "index", out);
       break;
     }
     case Op::Sample:

@@ -61,6 +61,7 @@ struct OpCase {
   bool in_place = false;  // rmsnorm: y is x
   bool norm = true;       // rope_store_kv: with per-head norm weights (Qwen3) or without (Llama)
   bool ties = false;      // argmax: every row's maximum appears twice
+  int64_t offset = -1;    // argmax: >= 0 runs argmax_key, x being the vocabulary shard at this offset
   bool greedy = false;    // sample / accept: every row at temperature 0 (else a mix of filters)
   float scalar = 1.0f;    // embedding scale; softcap cap; rope attention_factor
   int64_t heads = 0, kv_heads = 0, head_dim = 0;

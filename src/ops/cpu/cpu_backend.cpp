@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "io/dtype.h"
+#include "ops/argmax_key.h"
 #include "ops/backend.h"
 #include "ops/cpu/matmul_small.h"
 #include "ops/cpu/penalize.h"
@@ -267,6 +268,18 @@ class CpuBackend final : public Backend {
     require_f32(x, "argmax", "x");
     require(out.dtype == DType::I32 && out.rows == x.rows, "argmax", "out must be i32 [x.rows, 1]");
     for (int64_t r = 0; r < x.rows; ++r) out.as<int32_t>()[r * out.ld] = static_cast<int32_t>(cpu::argmax(row(x, r), x.cols));
+  }
+
+  void argmax_key(const Tensor& x, int64_t offset, const Tensor& keys) override {
+    require_f32(x, "argmax_key", "x");
+    require(keys.dtype == DType::I32 && keys.rows == x.rows && keys.cols == 2, "argmax_key",
+            "keys must be i32 [x.rows, 2]");
+    for (int64_t r = 0; r < x.rows; ++r) {
+      const int64_t best = cpu::argmax(row(x, r), x.cols);
+      int32_t* k = keys.as<int32_t>() + r * keys.ld;
+      k[0] = static_cast<int32_t>(offset + best);
+      k[1] = static_cast<int32_t>(argmax_key::high_word(row(x, r)[best]));
+    }
   }
 
   void sample(const Tensor& logits, const Tensor& rows, const Tensor& out) override {

@@ -1,6 +1,7 @@
 #include <climits>
 #include <string>
 
+#include "ops/argmax_key.h"
 #include "ops/cuda/checks.h"
 #include "ops/cuda/common.cuh"
 #include "ops/cuda/device.h"
@@ -29,7 +30,8 @@ __device__ __forceinline__ void take_better(float& best, int& best_i, float v, i
 // vocabularies are < 2^31.
 template <int V, class T>
 __global__ void __launch_bounds__(kThreads)
-    argmax_kernel(const T* __restrict__ x, int64_t ld, int cols, int32_t* __restrict__ out, int64_t ld_out) {
+    argmax_kernel(const T* __restrict__ x, int64_t ld, int cols, int32_t* __restrict__ out, int64_t ld_out,
+                  int offset, bool key) {
   const T* row = x + blockIdx.x * ld;
   float best = -INFINITY;
   int best_i = INT_MAX;
@@ -72,16 +74,20 @@ __global__ void __launch_bounds__(kThreads)
     take_better(best, best_i, ov, oi);
   }
   // An all-NaN row picks nothing; 0 is what the CPU reference returns then.
-  if (lane == 0) out[blockIdx.x * ld_out] = best_i == INT_MAX ? 0 : best_i;
+  if (lane != 0) return;
+  out[blockIdx.x * ld_out] = offset + (best_i == INT_MAX ? 0 : best_i);
+  // argmax_key: the value's word next to the index (ops/argmax_key.h).
+  if (key) out[blockIdx.x * ld_out + 1] = static_cast<int32_t>(best_i == INT_MAX ? 0xffffffffu : argmax_key::high_word(best));
 }
 
 template <class T>
-void launch(const Tensor& x, const Tensor& out, cudaStream_t stream) {
+void launch(const Tensor& x, const Tensor& out, int offset, bool key, cudaStream_t stream) {
   const int v = vector_elems(x.cols, sizeof(T), {&x});
   const dim3 grid(static_cast<unsigned>(x.rows));
   const int cols = static_cast<int>(x.cols);
   FD_DISPATCH_VEC(v, V,
-                  argmax_kernel<V, T><<<grid, kThreads, 0, stream>>>(x.as<T>(), x.ld, cols, out.as<int32_t>(), out.ld));
+                  argmax_kernel<V, T><<<grid, kThreads, 0, stream>>>(x.as<T>(), x.ld, cols, out.as<int32_t>(), out.ld,
+                                                                      offset, key));
 }
 
 }  // namespace
@@ -93,10 +99,21 @@ void argmax(const Tensor& x, const Tensor& out, cudaStream_t stream) {
   if (x.rows == 0) return;
   if (x.cols == 0 || x.cols > INT_MAX) fail("argmax", "x has " + std::to_string(x.cols) + " columns");
   if (x.dtype == DType::F32)
-    launch<float>(x, out, stream);
+    launch<float>(x, out, 0, false, stream);
   else
-    launch<bf16>(x, out, stream);
+    launch<bf16>(x, out, 0, false, stream);
   check(cudaGetLastError(), "argmax kernel launch");
+}
+
+void argmax_key(const Tensor& x, int64_t offset, const Tensor& keys, cudaStream_t stream) {
+  expect_tensor(x, DType::F32, "argmax_key", "x");
+  expect_tensor(keys, DType::I32, "argmax_key", "keys");
+  expect_shape(keys, x.rows, 2, "argmax_key", "keys");
+  if (x.rows == 0) return;
+  if (x.cols == 0 || offset < 0 || offset + x.cols > INT_MAX)
+    fail("argmax_key", "x has " + std::to_string(x.cols) + " columns at offset " + std::to_string(offset));
+  launch<float>(x, keys, static_cast<int>(offset), true, stream);
+  check(cudaGetLastError(), "argmax_key kernel launch");
 }
 
 }  // namespace flashdraft::ops::cuda

@@ -245,6 +245,7 @@ class CudaBackend final : public Backend {
   }
   void synchronize() override { check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
   bool supports_graphs() const override { return true; }
+  void* native_queue() const override { return stream_; }
   std::unique_ptr<Graph> capture(const std::function<void()>& work) override { return capture_graph(stream_, work); }
 
   void embedding(const Tensor& table, const Tensor& ids, const Tensor& out, float scale) override {
@@ -277,6 +278,9 @@ class CudaBackend final : public Backend {
   }
   void softcap(const Tensor& x, float cap) override { cuda::softcap(x, cap, stream_); }
   void argmax(const Tensor& x, const Tensor& out) override { cuda::argmax(x, out, stream_); }
+  void argmax_key(const Tensor& x, int64_t offset, const Tensor& keys) override {
+    cuda::argmax_key(x, offset, keys, stream_);
+  }
   void sample(const Tensor& logits, const Tensor& rows, const Tensor& out) override {
     cuda::sample(logits, rows, out, stream_);
   }

@@ -22,6 +22,7 @@ void silu_glu(const Tensor& gate_up, const Tensor& out, cudaStream_t stream);
 void gather_rows(const Tensor& src, const int32_t* rows, const Tensor& dst, cudaStream_t stream);
 void softcap(const Tensor& x, float cap, cudaStream_t stream);
 void argmax(const Tensor& x, const Tensor& out, cudaStream_t stream);
+void argmax_key(const Tensor& x, int64_t offset, const Tensor& keys, cudaStream_t stream);
 void sample(const Tensor& logits, const Tensor& rows, const Tensor& out, cudaStream_t stream);
 void accept(const Tensor& logits, const Tensor& rows, const Tensor& seq_start, const Tensor& tokens, const Tensor& out,
             cudaStream_t stream);
