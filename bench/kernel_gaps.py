@@ -17,9 +17,21 @@ import csv
 import re
 import statistics
 
-
 def short(name):
-    name = re.sub(r"^void ", "", name)
+    """The kernel's own name: the last identifier of a mangled nested name
+    (_ZN 10flashdraft 3ops 4cuda <anonymous namespace> 14rmsnorm_kernel I...),
+    or the demangled text up to its template arguments."""
+    if name.startswith("_ZN"):
+        i, parts = 3, []
+        while i < len(name) and name[i].isdigit():
+            j = i
+            while name[j].isdigit():
+                j += 1
+            parts.append(name[j:j + int(name[i:j])])
+            i = j + int(name[i:j])
+        if parts:
+            return parts[-1][:40]
+    name = re.sub(r"^void ", "", name.replace("(anonymous namespace)::", ""))
     name = re.sub(r"\(.*$", "", name)
     name = re.sub(r"<.*$", "", name)
     return name.split("::")[-1][:40]
