@@ -1,5 +1,7 @@
 #include "server/chat_output.h"
 
+#include <iterator>
+
 #include "server/openai_responses.h"
 
 namespace flashdraft::server {
@@ -23,18 +25,27 @@ void ChatOutput::add_content(std::string_view text, std::vector<Json>& out, bool
   ToolCallDelta d = tool_parser_.push(text);
   if (final) {
     ToolCallDelta rest = tool_parser_.finish();
-    d.content += rest.content;
-    for (ToolCall& c : rest.calls) d.calls.push_back(std::move(c));
+    d.insert(d.end(), std::make_move_iterator(rest.begin()), std::make_move_iterator(rest.end()));
   }
-  if (!d.content.empty()) {
-    content_ += d.content;
-    out.push_back({{"content", d.content}});
-  }
-  for (ToolCall& call : d.calls) {
-    const int index = static_cast<int>(calls_.size());
-    call_ids_.push_back(random_id("chatcmpl-tool-"));
-    out.push_back({{"tool_calls", Json::array({tool_call_json(call, call_ids_.back(), index)})}});
-    calls_.push_back(std::move(call));
+  for (const ToolCallPiece& p : d) {
+    switch (p.kind) {
+      case ToolCallPiece::Kind::Content:
+        content_ += p.text;
+        out.push_back({{"content", p.text}});
+        break;
+      case ToolCallPiece::Kind::CallStart: {
+        // As OpenAI streams a call: its id, type and name first, with empty arguments.
+        call_ids_.push_back(random_id("chatcmpl-tool-"));
+        calls_.push_back({p.text, ""});
+        Json start = tool_call_json(calls_.back(), call_ids_.back(), p.call);
+        out.push_back({{"tool_calls", Json::array({std::move(start)})}});
+        break;
+      }
+      case ToolCallPiece::Kind::Arguments:
+        calls_.at(static_cast<size_t>(p.call)).arguments += p.text;
+        out.push_back({{"tool_calls", Json::array({{{"index", p.call}, {"function", {{"arguments", p.text}}}}})}});
+        break;
+    }
   }
 }
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "server/api_error.h"
 #include "server/chat_output.h"
@@ -164,35 +166,57 @@ std::string Endpoints::render_chat(const ChatRequest& req) const {
 Reply Endpoints::chat_completions(const std::string& body, const Client& client) {
   const ChatRequest req = parse_chat_request(body, model_->tokenizer.vocab_size());
   check_model(req.model);
-  const bool parse_tools = req.tool_choice == ToolChoice::Auto;
-  if (parse_tools && !(options_.enable_auto_tool_choice && !options_.tool_call_parser.empty())) {
+  if (req.tool_choice == ToolChoice::Auto && !(options_.enable_auto_tool_choice && !options_.tool_call_parser.empty())) {
     throw ApiError(400,
                    "tool_choice: \"auto\" (the default when tools are given) needs the server started with "
                    "--enable-auto-tool-choice --tool-call-parser hermes",
                    "tool_choice");
   }
-  const bool parse_reasoning = !options_.reasoning_parser.empty();
-  const std::vector<int32_t> ids = encode_prompt(model_->tokenizer, render_chat(req), "messages");
+  // "required" and a named function need no flag (as in vLLM): the answer is
+  // started as a hermes call (Qwen3's format) and parsed as one. It starts
+  // with the call, so there is no reasoning to parse.
+  const bool forced = req.tool_choice == ToolChoice::Required || req.tool_choice == ToolChoice::Function;
+  const std::string prefix = forced ? forced_call_prefix(req.tool_choice_function) : std::string();
+  const bool parse_tools = req.tool_choice != ToolChoice::None;
+  const bool parse_reasoning = !options_.reasoning_parser.empty() && !forced;
+  const std::vector<int32_t> ids = encode_prompt(model_->tokenizer, render_chat(req) + prefix, "messages");
   const auto prompt_tokens = static_cast<int64_t>(ids.size());
   const SamplingRequest& s = req.sampling;
-  const engine::SamplingParams params =
+  engine::SamplingParams params =
       resolve_sampling(s, model_->defaults, model_->default_max_tokens, prompt_tokens, model_->max_model_len);
+  // A named function gets one call: the answer ends with it, as vLLM's grammar ends it.
+  const bool own_stop = req.tool_choice == ToolChoice::Function &&
+                        std::find(params.stop.begin(), params.stop.end(), std::string(kToolCallEnd)) == params.stop.end();
+  if (own_stop) params.stop.emplace_back(kToolCallEnd);
   auto set = std::make_shared<ChoiceSet>();
   set->add(*model_, ids, params, s.n, s.skip_special_tokens, metrics_);
   auto outputs = std::make_shared<std::vector<ChatOutput>>(set->size(), ChatOutput(parse_reasoning, parse_tools));
+  // The forced prefix is part of the answer's text (a call the model does
+  // not complete stays in the content as written, prefix included).
+  auto opening = std::make_shared<std::vector<std::vector<Json>>>();
+  for (ChatOutput& o : *outputs) opening->push_back(o.push(prefix));
   const ResponseMeta meta{random_id("chatcmpl-"), unix_seconds(), options_.served_model_name};
-  auto finish_reason = [](const ChoiceStream& c, const ChatOutput& o) {
-    return c.finish_reason() == "stop" && !o.tool_calls().empty() ? std::string("tool_calls") : c.finish_reason();
+  // OpenAI and vLLM: "tool_calls" when calls end the message, but "stop" for a named function's call.
+  auto finish_reason = [choice = req.tool_choice](const ChoiceStream& c, const ChatOutput& o) {
+    return c.finish_reason() == "stop" && !o.tool_calls().empty() && choice != ToolChoice::Function
+               ? std::string("tool_calls")
+               : c.finish_reason();
+  };
+  auto stop_reason = [own_stop](const ChoiceStream& c) {
+    return own_stop && c.stop_reason() == std::string(kToolCallEnd) ? Json(nullptr) : c.stop_reason();
   };
 
   Reply reply;
   if (s.stream) {
-    reply.stream = [set, outputs, meta, prompt_tokens, usage = s.include_usage, finish_reason,
+    reply.stream = [set, outputs, opening, meta, prompt_tokens, usage = s.include_usage, finish_reason, stop_reason,
                     keep = model_](const Client& c) {
       StreamClient out(c);
       for (size_t i = 0; i < set->size(); ++i) {
         out.write(sse_event(chat_chunk(meta, static_cast<int>(i), {{"role", "assistant"}, {"content", ""}},
                                        std::nullopt, nullptr, usage)));
+        for (const Json& delta : (*opening)[i]) {
+          out.write(sse_event(chat_chunk(meta, static_cast<int>(i), delta, std::nullopt, nullptr, usage)));
+        }
       }
       bool failed = false;
       const bool ok = set->wait_all(out.view, [&](size_t i, const ChoiceProgress& p) {
@@ -217,7 +241,7 @@ Reply Endpoints::chat_completions(const std::string& body, const Client& client)
           logprobs = nullptr;
         }
         if (!p.finished) return;
-        out.write(sse_event(chat_chunk(meta, index, Json::object(), finish_reason(choice, o), choice.stop_reason(), usage)));
+        out.write(sse_event(chat_chunk(meta, index, Json::object(), finish_reason(choice, o), stop_reason(choice), usage)));
       });
       if (!ok && !failed) return;
       if (usage && !failed) out.write(sse_event(usage_chunk(meta, true, usage_json(prompt_tokens, set->completion_tokens()))));
@@ -244,7 +268,7 @@ Reply Endpoints::chat_completions(const std::string& body, const Client& client)
     r.reasoning = o.reasoning();
     r.tool_calls = o.tool_calls();
     r.finish_reason = finish_reason((*set)[i], o);
-    r.stop_reason = (*set)[i].stop_reason();
+    r.stop_reason = stop_reason((*set)[i]);
     if (s.logprobs) r.logprobs = chat_logprobs(logprobs[i], model_->tokenizer);
     choices.push_back(std::move(r));
     ids_per_choice.push_back(o.tool_call_ids());

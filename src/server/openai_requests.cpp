@@ -205,22 +205,43 @@ Json read_tools(const RequestFields& f) {
   return *tools;
 }
 
-ToolChoice read_tool_choice(const RequestFields& f, bool has_tools) {
+void read_tool_choice(const RequestFields& f, ChatRequest& r) {
   const Json* choice = f.find("tool_choice");
+  const bool has_tools = !r.tools.is_null();
   // vLLM's default: "auto" when tools are given, else "none".
-  if (!choice) return has_tools ? ToolChoice::Auto : ToolChoice::None;
+  if (!choice) {
+    r.tool_choice = has_tools ? ToolChoice::Auto : ToolChoice::None;
+    return;
+  }
   if (choice->is_string()) {
     const std::string c = choice->get<std::string>();
-    if (c == "none") return ToolChoice::None;
-    if (c == "auto") {
-      if (!has_tools) f.fail("tool_choice", "\"auto\" needs \"tools\"");
-      return ToolChoice::Auto;
+    if (c == "none") {
+      r.tool_choice = ToolChoice::None;
+      return;
     }
-    if (c == "required") unsupported("tool_choice", "\"required\" needs guided decoding; use \"auto\"");
-    f.fail("tool_choice", fmt::format("\"{}\" is not one of none, auto, required", c));
+    if (c != "auto" && c != "required") f.fail("tool_choice", fmt::format("\"{}\" is not one of none, auto, required", c));
+    if (!has_tools) f.fail("tool_choice", fmt::format("\"{}\" needs \"tools\"", c));
+    r.tool_choice = c == "auto" ? ToolChoice::Auto : ToolChoice::Required;
+    return;
   }
-  if (choice->is_object()) unsupported("tool_choice", "naming a function needs guided decoding; use \"auto\"");
-  f.fail("tool_choice", "expected \"none\", \"auto\", \"required\" or an object, got " + json_excerpt(*choice));
+  if (!choice->is_object()) {
+    f.fail("tool_choice", "expected \"none\", \"auto\", \"required\" or an object, got " + json_excerpt(*choice));
+  }
+  RequestFields named(*choice, f.path_of("tool_choice"));
+  auto type = named.string("type");
+  if (!type || *type != "function") named.fail("type", "expected \"function\"");
+  const Json* function = named.object("function");
+  if (!function) named.fail("function", "missing: {\"name\": ...} of the function to call");
+  RequestFields fn(*function, named.path_of("function"));
+  auto name = fn.string("name");
+  if (!name) fn.fail("name", "missing");
+  bool known = false;
+  if (has_tools) {
+    for (const Json& tool : r.tools) known = known || tool.at("function").at("name") == *name;
+  }
+  if (!known) fn.fail("name", fmt::format("no function \"{}\" among \"tools\"", *name));
+  r.tool_choice = ToolChoice::Function;
+  r.tool_choice_function = *name;
 }
 
 // Deepest nesting of arrays and objects in JSON text (strings skipped).
@@ -317,7 +338,7 @@ ChatRequest parse_chat_request(const std::string& body, int64_t vocab_size) {
   r.model = read_model(f);
   r.messages = read_messages(f);
   r.tools = read_tools(f);
-  r.tool_choice = read_tool_choice(f, !r.tools.is_null());
+  read_tool_choice(f, r);
   if (const Json* kwargs = f.object("chat_template_kwargs")) r.template_kwargs = *kwargs;
   r.add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
   if (f.boolean("continue_final_message").value_or(false)) {

@@ -47,13 +47,17 @@ struct CompletionRequest {
   SamplingRequest sampling;
 };
 
-enum class ToolChoice { None, Auto };
+// tool_choice: "none"; "auto" (the model may call a tool); "required" (it
+// must call one or more); or {"type": "function", "function": {"name": N}}
+// (it must call N), as OpenAI and vLLM read them.
+enum class ToolChoice { None, Auto, Required, Function };
 
 struct ChatRequest {
   std::optional<std::string> model;
   Json messages;  // as the chat template wants them (content parts joined, tool arguments as objects)
   Json tools;     // null when none
   ToolChoice tool_choice = ToolChoice::None;
+  std::string tool_choice_function;  // ToolChoice::Function: the function's name (one of tools)
   Json template_kwargs = Json::object();  // chat_template_kwargs (enable_thinking, ...)
   bool add_generation_prompt = true;
   SamplingRequest sampling;

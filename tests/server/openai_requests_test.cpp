@@ -230,6 +230,20 @@ TEST(ChatRequest, ReadsMessagesToolsAndKwargs) {
   EXPECT_TRUE(r.add_generation_prompt);
 }
 
+TEST(ChatRequest, ReadsToolChoice) {
+  const std::string head = R"({"messages":[{"role":"user","content":"x"}],
+    "tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"g"}}],)";
+  EXPECT_EQ(parse_chat_request(head + R"("tool_choice":"none"})", kVocab).tool_choice, ToolChoice::None);
+  EXPECT_EQ(parse_chat_request(head + R"("tool_choice":"auto"})", kVocab).tool_choice, ToolChoice::Auto);
+  EXPECT_EQ(parse_chat_request(head + R"("tool_choice":"required"})", kVocab).tool_choice, ToolChoice::Required);
+  auto r = parse_chat_request(head + R"("tool_choice":{"type":"function","function":{"name":"g"}}})", kVocab);
+  EXPECT_EQ(r.tool_choice, ToolChoice::Function);
+  EXPECT_EQ(r.tool_choice_function, "g");
+  // "none" needs no tools.
+  EXPECT_EQ(parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"none"})", kVocab).tool_choice,
+            ToolChoice::None);
+}
+
 TEST(ChatRequest, BadFieldsAreNamed) {
   struct Case {
     const char* body;
@@ -250,6 +264,19 @@ TEST(ChatRequest, BadFieldsAreNamed) {
       {R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]})", "tools[0].function"},
       {R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"auto"})", "tool_choice"},
       {R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"sometimes"})", "tool_choice"},
+      {R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"required"})", "tool_choice"},
+      {R"({"messages":[{"role":"user","content":"x"}],"tool_choice":{"type":"function","function":{"name":"f"}}})",
+       "tool_choice.function.name"},
+      {R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],
+           "tool_choice":{"type":"function","function":{"name":"g"}}})",
+       "tool_choice.function.name"},
+      {R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],
+           "tool_choice":{"type":"function"}})",
+       "tool_choice.function"},
+      {R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],
+           "tool_choice":{"type":"tool","function":{"name":"f"}}})",
+       "tool_choice.type"},
+      {R"({"messages":[{"role":"user","content":"x"}],"tool_choice":7})", "tool_choice"},
       {R"({"messages":[{"role":"user","content":"x"}],"logprobs":2})", "logprobs"},
       {R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})", "top_logprobs"},
       {R"({"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":21})", "top_logprobs"},

@@ -9,7 +9,13 @@ namespace flashdraft::server::test {
 std::string scripted_answer(const std::string& prompt) {
   if (prompt.find("<tool_response>") != std::string::npos) return "It is sunny in Paris, 22 degrees.";
   if (prompt.find("get_weather") != std::string::npos) {
-    return "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
+    const std::string call =
+        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
+    // A prompt that already starts the call (tool_choice "required" or named): the rest of it.
+    for (size_t k = call.size(); k > 0; --k) {
+      if (prompt.size() >= k && prompt.compare(prompt.size() - k, k, call, 0, k) == 0) return call.substr(k);
+    }
+    return call;
   }
   // Qwen3's template closes an empty think block itself when thinking is off.
   const std::string answer = "Hello! How can I help you today?";

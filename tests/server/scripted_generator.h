@@ -19,7 +19,8 @@ namespace flashdraft::server::test {
 
 // What the script answers to a rendered prompt (Qwen3's chat template):
 // a tool result in the prompt -> a sentence about it; tools offered -> a
-// hermes tool call to get_weather; thinking enabled -> a <think> block and
+// hermes tool call to get_weather (its rest when the prompt ends with its
+// start, as a forced tool_choice leaves it); thinking enabled -> a <think> block and
 // an answer; otherwise the answer alone.
 std::string scripted_answer(const std::string& prompt);
 

@@ -21,6 +21,44 @@ const json kWeatherTool = {
       {"description", "Current weather of a city"},
       {"parameters", {{"type", "object"}, {"properties", {{"city", {{"type", "string"}}}}}, {"required", {"city"}}}}}}};
 
+// The tool calls of a streamed chat answer (one choice) as a client
+// accumulates them, checking each delta's shape on the way.
+struct StreamedCalls {
+  std::vector<json> calls;  // {"id", "type", "function": {"name", "arguments"}}
+  std::string content, finish;
+  int argument_deltas = 0;
+};
+
+StreamedCalls streamed_calls(const std::string& body) {
+  StreamedCalls out;
+  for (const json& e : sse_events(body)) {
+    if (e["choices"].empty()) continue;
+    const json& c = e["choices"][0];
+    if (!c["finish_reason"].is_null()) out.finish = c["finish_reason"];
+    if (c["delta"].contains("content")) out.content += c["delta"]["content"].get<std::string>();
+    if (!c["delta"].contains("tool_calls")) continue;
+    EXPECT_EQ(c["delta"]["tool_calls"].size(), 1u);
+    const json& d = c["delta"]["tool_calls"][0];
+    const size_t index = d["index"].get<size_t>();
+    if (d.contains("id")) {  // a call's first delta
+      EXPECT_EQ(index, out.calls.size());
+      EXPECT_EQ(d["type"], "function");
+      EXPECT_EQ(d["function"]["arguments"], "");
+      EXPECT_TRUE(d["function"]["name"].is_string());
+      out.calls.push_back(d);
+    } else {
+      EXPECT_FALSE(d["function"].contains("name"));
+      EXPECT_LT(index, out.calls.size());
+      if (index >= out.calls.size()) continue;
+      out.calls[index]["function"]["arguments"] =
+          out.calls[index]["function"]["arguments"].get<std::string>() + d["function"]["arguments"].get<std::string>();
+      ++out.argument_deltas;
+    }
+  }
+  for (json& call : out.calls) call.erase("index");
+  return out;
+}
+
 ServerOptions parsers() {
   ServerOptions o;
   o.enable_auto_tool_choice = true;
@@ -193,19 +231,15 @@ TEST(ServerChat, ToolCallRoundTrip) {
   EXPECT_EQ(call["function"]["name"], "get_weather");
   EXPECT_EQ(json::parse(call["function"]["arguments"].get<std::string>()), json({{"city", "Paris"}}));
 
-  // Streamed: the same call, in one delta with its index.
+  // Streamed as OpenAI streams a call: id, type and name first with empty
+  // arguments, then the arguments as they are written; they add up to the whole.
   r = http_post(s.port, "/v1/chat/completions",
                 json{{"messages", messages}, {"tools", json::array({kWeatherTool})}, {"stream", true}});
-  json streamed_call;
-  std::string finish;
-  for (const json& e : sse_events(r.body)) {
-    const json& c = e["choices"][0];
-    if (c["delta"].contains("tool_calls")) streamed_call = c["delta"]["tool_calls"][0];
-    if (!c["finish_reason"].is_null()) finish = c["finish_reason"];
-  }
-  EXPECT_EQ(streamed_call["index"], 0);
-  EXPECT_EQ(streamed_call["function"], call["function"]);
-  EXPECT_EQ(finish, "tool_calls");
+  const StreamedCalls streamed = streamed_calls(r.body);
+  ASSERT_EQ(streamed.calls.size(), 1u) << r.body;
+  EXPECT_EQ(streamed.calls[0]["function"], call["function"]);
+  EXPECT_GT(streamed.argument_deltas, 1);  // the arguments come in pieces, not at the end
+  EXPECT_EQ(streamed.finish, "tool_calls");
 
   // The answer to the tool goes back; the template renders it, the model answers.
   messages.push_back(choice["message"]);
@@ -214,6 +248,74 @@ TEST(ServerChat, ToolCallRoundTrip) {
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.json()["choices"][0]["message"]["content"], "It is sunny in Paris, 22 degrees.");
   EXPECT_EQ(r.json()["choices"][0]["finish_reason"], "stop");
+}
+
+TEST(ServerChat, ToolChoiceRequiredAndNamed) {
+  // Neither needs --enable-auto-tool-choice (as in vLLM): the answer is started as a call.
+  TestServer s(scripted_model());
+  const json messages = user("What is the weather in Paris?");
+  const json named = {{"type", "function"}, {"function", {{"name", "get_weather"}}}};
+  for (const json& choice : {json("required"), named}) {
+    const json request = {{"messages", messages}, {"tools", json::array({kWeatherTool})}, {"tool_choice", choice}};
+    HttpReply r = http_post(s.port, "/v1/chat/completions", request);
+    ASSERT_EQ(r.status, 200) << r.body;
+    const json c = r.json()["choices"][0];
+    // OpenAI and vLLM: "tool_calls" for "required", "stop" for a named function.
+    EXPECT_EQ(c["finish_reason"], choice.is_string() ? "tool_calls" : "stop") << choice;
+    EXPECT_TRUE(c["stop_reason"].is_null()) << choice;  // the call's end, not a stop string of the request
+    EXPECT_TRUE(c["message"]["content"].is_null()) << choice;
+    ASSERT_EQ(c["message"]["tool_calls"].size(), 1u) << r.body;
+    const json call = c["message"]["tool_calls"][0];
+    EXPECT_TRUE(call["id"].get<std::string>().starts_with("chatcmpl-tool-"));
+    EXPECT_EQ(call["function"]["name"], "get_weather");
+    EXPECT_EQ(json::parse(call["function"]["arguments"].get<std::string>()), json({{"city", "Paris"}}));
+
+    json stream = request;
+    stream["stream"] = true;
+    const StreamedCalls streamed = streamed_calls(http_post(s.port, "/v1/chat/completions", stream).body);
+    ASSERT_EQ(streamed.calls.size(), 1u) << choice;
+    EXPECT_EQ(streamed.calls[0]["function"], call["function"]);
+    EXPECT_EQ(streamed.content, "");
+    EXPECT_EQ(streamed.finish, c["finish_reason"]);
+  }
+  // The prompt ends with the forced start of the call: more prompt tokens than "auto".
+  TestServer with_parser(scripted_model(), parsers());
+  auto prompt_tokens = [&](const json& choice) {
+    json body = {{"messages", messages}, {"tools", json::array({kWeatherTool})}, {"tool_choice", choice}};
+    return http_post(with_parser.port, "/v1/chat/completions", body).json()["usage"]["prompt_tokens"].get<int>();
+  };
+  EXPECT_LT(prompt_tokens("auto"), prompt_tokens("required"));
+  EXPECT_LT(prompt_tokens("required"), prompt_tokens(named));
+
+  // A named function must be one of the tools; "required" needs tools.
+  json bad = {{"messages", messages},
+              {"tools", json::array({kWeatherTool})},
+              {"tool_choice", {{"type", "function"}, {"function", {{"name", "get_time"}}}}}};
+  HttpReply r = http_post(s.port, "/v1/chat/completions", bad);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.json()["error"]["param"], "tool_choice.function.name");
+  r = http_post(s.port, "/v1/chat/completions", json{{"messages", messages}, {"tool_choice", "required"}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.json()["error"]["param"], "tool_choice");
+}
+
+TEST(ServerChat, ForcedCallTheModelDoesNotWriteIsContent) {
+  // The script answers a greeting with text: a forced call it does not
+  // complete stays in the content as written, forced start included.
+  TestServer s(scripted_model());
+  const json tool = {{"type", "function"}, {"function", {{"name", "wave"}}}};
+  const json body = {{"messages", user("hi")},
+                     {"tools", json::array({tool})},
+                     {"tool_choice", "required"},
+                     {"chat_template_kwargs", {{"enable_thinking", false}}}};
+  HttpReply r = http_post(s.port, "/v1/chat/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json c = r.json()["choices"][0];
+  EXPECT_FALSE(c["message"].contains("tool_calls"));
+  EXPECT_EQ(c["finish_reason"], "stop");
+  const std::string content = c["message"]["content"];
+  EXPECT_TRUE(content.starts_with("<tool_call>\n")) << content;
+  EXPECT_NE(content.find("Hello!"), std::string::npos) << content;
 }
 
 TEST(ServerChat, NChoicesStopStringAndUsage) {

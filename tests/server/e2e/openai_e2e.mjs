@@ -1,8 +1,9 @@
 // flashdraft serve, driven by the official openai client exactly as a user
 // would: chat (streamed and not), completions, a stop string, n=2, usage,
 // logprobs, penalties and logit_bias, an invalid request, a bad key, then
-// tool calls and reasoning (scripted server: the tiny shipped model never
-// writes them). Both servers must exit 0 on SIGTERM.
+// tool calls (auto, required, a named function; streamed in pieces) and
+// reasoning (scripted server: the tiny shipped model never writes them
+// unforced). Both servers must exit 0 on SIGTERM.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -237,6 +238,83 @@ test('tool call round trip', async () => {
   const answer = await tools.chat.completions.create({ model: 'scripted', messages, tools: [weatherTool] });
   assert.equal(answer.choices[0].message.content, 'It is sunny in Paris, 22 degrees.');
   assert.equal(answer.choices[0].finish_reason, 'stop');
+});
+
+// Accumulates streamed tool-call deltas as a client does, checking their shape:
+// a call's first delta has index, id, type and name with empty arguments; later
+// ones only append arguments.
+async function accumulateCalls(stream) {
+  const calls = [];
+  let finish = null, argumentDeltas = 0;
+  for await (const chunk of stream) {
+    const c = chunk.choices[0];
+    if (!c) continue;
+    finish = c.finish_reason ?? finish;
+    for (const d of c.delta.tool_calls ?? []) {
+      if (d.id !== undefined) {
+        assert.equal(d.index, calls.length);
+        assert.equal(d.type, 'function');
+        assert.equal(d.function.arguments, '');
+        calls.push({ id: d.id, name: d.function.name, arguments: '' });
+      } else {
+        assert.equal(d.function.name, undefined);
+        calls[d.index].arguments += d.function.arguments;
+        argumentDeltas++;
+      }
+    }
+  }
+  return { calls, finish, argumentDeltas };
+}
+
+test('tool_choice required and named, whole and streamed', async () => {
+  const messages = user('What is the weather in Paris?');
+  const named = { type: 'function', function: { name: 'get_weather' } };
+  for (const tool_choice of ['required', named]) {
+    const r = await tools.chat.completions.create({ model: 'scripted', messages, tools: [weatherTool], tool_choice });
+    const choice = r.choices[0];
+    // As OpenAI and vLLM: "tool_calls" for required, "stop" for a named function.
+    assert.equal(choice.finish_reason, tool_choice === 'required' ? 'tool_calls' : 'stop');
+    assert.equal(choice.message.content, null);
+    assert.equal(choice.message.tool_calls.length, 1);
+    assert.match(choice.message.tool_calls[0].id, /^chatcmpl-tool-/);
+    assert.equal(choice.message.tool_calls[0].function.name, 'get_weather');
+    assert.deepEqual(JSON.parse(choice.message.tool_calls[0].function.arguments), { city: 'Paris' });
+
+    const stream = await tools.chat.completions.create({
+      model: 'scripted', messages, tools: [weatherTool], tool_choice, stream: true,
+    });
+    const streamed = await accumulateCalls(stream);
+    assert.equal(streamed.calls.length, 1);
+    assert.equal(streamed.calls[0].name, 'get_weather');
+    assert.equal(streamed.calls[0].arguments, choice.message.tool_calls[0].function.arguments);
+    assert.ok(streamed.argumentDeltas > 1, 'arguments arrive in pieces');
+    assert.equal(streamed.finish, choice.finish_reason);
+  }
+  await assert.rejects(
+    tools.chat.completions.create({
+      model: 'scripted', messages, tools: [weatherTool], tool_choice: { type: 'function', function: { name: 'nope' } },
+    }),
+    (err) => err.status === 400 && err.param === 'tool_choice.function.name');
+});
+
+test('the tiny model, forced to call a named function, writes a call that parses', async () => {
+  // Its arguments are whatever the 12M code model writes after the forced
+  // start of the call: an object that parses, not a meaningful one. (With
+  // the tool's description in the prompt it copies the template's
+  // "<args-json-object>" placeholder instead, which is no call: content.)
+  const bare = { type: 'function', function: { name: 'get_weather', parameters: weatherTool.function.parameters } };
+  const request = {
+    model: 'tiny', messages: user('What is the weather in Paris?'), tools: [bare],
+    tool_choice: { type: 'function', function: { name: 'get_weather' } }, temperature: 0, max_tokens: 100,
+  };
+  const whole = await client.chat.completions.create(request);
+  const call = whole.choices[0].message.tool_calls[0];
+  assert.equal(call.function.name, 'get_weather');
+  assert.equal(typeof JSON.parse(call.function.arguments), 'object');
+  assert.equal(whole.choices[0].finish_reason, 'stop');  // a named function's call ends the answer
+  const streamed = await accumulateCalls(await client.chat.completions.create({ ...request, stream: true }));
+  assert.deepEqual(streamed.calls.map((c) => [c.name, c.arguments]), [[call.function.name, call.function.arguments]]);
+  assert.equal(streamed.finish, whole.choices[0].finish_reason);
 });
 
 test('reasoning content, whole and streamed', async () => {
