@@ -4,8 +4,9 @@
 // prefill chunk) run through the engine's own ModelRunner on its own KV pool,
 // each timed. The dummy requests hold blocks of the pool only while they run
 // (ids below zero, which no real request has), and what they write is garbage
-// nobody reads. Every shape runs twice and only the second run counts (the
-// first may grow buffers or record a graph).
+// nobody reads. Every shape runs twice, three times where graphs are
+// recorded, and only the last run counts (the first may grow buffers, the
+// first two on a graph backend run eagerly and record).
 //
 // The shapes come in order of how much the policy leans on them and stop
 // when the time budget is spent, so a slow machine or model gets fewer, never

@@ -14,6 +14,7 @@ void add(StepShape& to, const StepShape& s, double sign) {
   to.draft_seqs += sign * s.draft_seqs;
   to.draft_rows += sign * s.draft_rows;
   to.draft_keys += sign * s.draft_keys;
+  to.draft_logit_rows += sign * s.draft_logit_rows;
 }
 
 // The step as the search moves one request's length at a time: the summed

@@ -201,13 +201,15 @@ void ModelRunner::prepare(std::span<const Seq> seqs, int64_t min_keys) {
       // against 0.61 from 16-row ones, demo prompt). The verify takes the
       // first rows - 1 drafts; a request's drafts thus never depend on how
       // many it verifies, which keeps its acceptance estimate one quantity.
+      // Only the verified rows get logits (the lm_head is most of a short
+      // draft's cost on the CPU).
       const int64_t block = std::max(s.rows, options_.spec_rows);
       anchors_.push_back(s.request ? s.request->anchor() : 0);
-      blocks_ctx.seqs.push_back({row, block, s.pos0, s.table, true});
+      blocks_ctx.seqs.push_back({row, block, s.pos0, s.table, true, s.rows - 1});
       row += block;
       draft_begin_[i] = n_drafts_;
       draft_count_[i] = s.rows - 1;
-      n_drafts_ += block - 1;
+      n_drafts_ += s.rows - 1;
     }
     if (!anchors_.empty()) {
       drafter_->prepare(anchors_, blocks_ctx, *pool_, target_layers_, min_keys);

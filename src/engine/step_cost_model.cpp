@@ -61,6 +61,7 @@ void StepShape::add_decode(int64_t context, int64_t rows, int64_t draft_block) {
     draft_seqs += 1;
     draft_rows += b;
     draft_keys += b * (c + b);  // the block attends to all of itself
+    draft_logit_rows += n - 1;
   }
 }
 
@@ -76,7 +77,7 @@ void StepShape::add_prefill(int64_t context, int64_t rows) {
 const std::array<const char*, StepCostModel::kFeatures>& StepCostModel::names() {
   static const std::array<const char*, kFeatures> n = {
       "step", "row", "row>16", "row>64", "row>256", "logit_row", "seq", "seq_kkey", "row_kkey",
-      "draft", "draft_row", "draft_row_kkey", "uneven"};
+      "draft", "draft_row", "draft_row_kkey", "uneven", "draft_logit_row"};
   return n;
 }
 
@@ -98,7 +99,8 @@ std::array<double, StepCostModel::kFeatures> StepCostModel::features(const StepS
           drafting ? 1.0 : 0.0,
           s.draft_rows,
           s.draft_keys / kKeysUnit,
-          s.uneven ? 1.0 : 0.0};
+          s.uneven ? 1.0 : 0.0,
+          s.draft_logit_rows};
 }
 
 double StepCostModel::predict(const StepShape& shape) const {

@@ -16,6 +16,7 @@
 //           + c_draft_row * Rd                         drafter rows: its block per drafting request
 //           + c_draft_keys * sum_drafter_row keys / 1024   the drafter attends to all context too
 //           + c_uneven * [decode rows differ]          mixed draft lengths (no replayed decode graph)
+//           + c_draft_logit * K                        drafts verified: the drafter's lm_head rows
 //
 // Nonnegative hinge coefficients make the row term convex and increasing: flat
 // while a step is bound by reading the weights, then linear once it is bound
@@ -47,6 +48,7 @@ struct StepShape {
   double draft_seqs = 0;  // sequences the drafter drafts for
   double draft_rows = 0;  // drafter rows: its whole block for each drafting sequence
   double draft_keys = 0;  // sum over drafter rows of the keys each attends (context + the whole block)
+  double draft_logit_rows = 0;  // drafts verified (the drafter's rows with logits)
   bool uneven = false;    // decode entries with different row counts
 
   // Adds one sequence: `context` positions already in the KV cache, `rows`
@@ -59,7 +61,7 @@ struct StepShape {
 
 class StepCostModel {
  public:
-  static constexpr int kFeatures = 13;
+  static constexpr int kFeatures = 14;
   using Coefficients = std::array<double, kFeatures>;
   // Names of the coefficients, in order, for logs and tests.
   static const std::array<const char*, kFeatures>& names();

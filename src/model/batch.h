@@ -15,6 +15,9 @@ struct SeqSlice {
   int64_t pos0 = 0;       // positions < pos0 are already in the KV pool
   std::span<const int32_t> block_table;  // covers positions up to pos0 + n_rows - 1
   bool all_logits = false;  // logits for every row (verify), or only the last (prefill)
+  // LogitRows::BlockTail (the drafter): logits for rows 1 .. tail_logits
+  // only, the drafts that will be verified (-1: every row after row 0).
+  int64_t tail_logits = -1;
 };
 
 // The largest batches a caller will run (rows, requests, positions a request

@@ -63,7 +63,7 @@ class DFlashDrafter {
   // context at positions < pos0 already in the pool; the block tables must
   // cover the block's positions too (its K/V are stored there). all_logits
   // is ignored. Results stay in backend memory: draft_logits() is [sum over
-  // seqs of (n_rows - 1), vocab] f32, block rows 1.. of each seq in order
+  // seqs of (n_rows - 1, or its tail_logits), vocab] f32, block rows 1.. of each seq in order
   // (row i predicts position pos0 + i), soft-capped if the config says so.
   void run(std::span<const int32_t> anchors, const BatchContext& blocks, KVPool& pool, int64_t layer_offset);
   // run() in two halves, as Qwen3Model::prepare_batch / forward_prepared: the

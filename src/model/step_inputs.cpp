@@ -49,8 +49,10 @@ void StepInputs::build(ops::Backend& backend, const BatchContext& batch, int64_t
       host_.push_back(static_cast<int32_t>(slot_of(s.block_table, block_size, s.pos0 + i)));
   logit_off_ = host_.size();
   for (const auto& s : batch.seqs) {
-    const int64_t first = which == LogitRows::BlockTail ? 1 : s.all_logits ? 0 : s.n_rows - 1;
-    for (int64_t i = first; i < s.n_rows; ++i) host_.push_back(static_cast<int32_t>(s.row_begin + i));
+    const bool tail = which == LogitRows::BlockTail;
+    const int64_t first = tail ? 1 : s.all_logits ? 0 : s.n_rows - 1;
+    const int64_t end = tail && s.tail_logits >= 0 ? std::min(s.n_rows, 1 + s.tail_logits) : s.n_rows;
+    for (int64_t i = first; i < end; ++i) host_.push_back(static_cast<int32_t>(s.row_begin + i));
   }
   n_logit_rows_ = static_cast<int64_t>(host_.size() - logit_off_);
 

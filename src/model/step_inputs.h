@@ -15,7 +15,7 @@ namespace flashdraft::model {
 // Which rows of the step need logits.
 enum class LogitRows {
   PerSeq,     // every row of a seq with all_logits, else its last row (the target)
-  BlockTail,  // rows 1.. of every seq (the DFlash drafter: row 0 is the anchor)
+  BlockTail,  // rows 1.. of every seq, up to its tail_logits (the DFlash drafter: row 0 is the anchor)
 };
 
 class StepInputs {

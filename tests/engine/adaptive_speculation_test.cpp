@@ -48,6 +48,19 @@ TEST(StepShape, CountsRowsKeysAndDrafts) {
   EXPECT_EQ(s.draft_seqs, 1);
   EXPECT_EQ(s.draft_rows, 4);
   EXPECT_EQ(s.draft_keys, 4 * 104);
+  EXPECT_EQ(s.draft_logit_rows, 3);
+
+  // The runner drafts a whole block (16 rows) for 2 drafts: the drafter's
+  // rows and keys are the block's, its logit rows the drafts'.
+  StepShape b;
+  b.add_decode(100, 3, 16);
+  EXPECT_EQ(b.rows, 3);
+  EXPECT_EQ(b.draft_rows, 16);
+  EXPECT_EQ(b.draft_keys, 16 * 116);
+  EXPECT_EQ(b.draft_logit_rows, 2);
+  b.add_decode(100, 1, 16);  // no drafts, no drafter rows
+  EXPECT_EQ(b.draft_seqs, 1);
+  EXPECT_EQ(b.draft_rows, 16);
 }
 
 TEST(Nnls, MatchesLeastSquaresWhenThatIsNonNegativeAndClampsOtherwise) {
@@ -151,6 +164,11 @@ TEST(AcceptanceEstimate, StartsFromThePriorAndFollowsTheRequest) {
   EXPECT_EQ(est.request_rate(7, 1), AcceptanceEstimate::kPrior);
   est.observe(7, 2, 0);
   EXPECT_LT(est.request_rate(7, 1), drifted);
+  // That probe failed: the next one waits twice as long.
+  for (int i = 0; i < 2 * AcceptanceEstimate::kProbeAfter - 1; ++i) est.idle(7);
+  EXPECT_LT(est.request_rate(7, 1), AcceptanceEstimate::kPrior);
+  est.idle(7);
+  EXPECT_EQ(est.request_rate(7, 1), AcceptanceEstimate::kPrior);
   est.forget(7);
   EXPECT_EQ(est.request_rate(7, 1), est.global_rate(1));
 }
@@ -229,6 +247,29 @@ TEST(DraftLengthPolicy, ShorterDraftsAtLongerContextAndFixedRequestsKeepTheirLen
   const auto k = choose_draft_lengths(mixed, costs);
   EXPECT_EQ(k[0], 0);
   EXPECT_EQ(k[1], 15);
+}
+
+TEST(DraftLengthPolicy, OneLengthPerStepWhereGraphsReplay) {
+  // The mixed batch above, with one length for all: the best shared length,
+  // which a request near its end (3 drafts of use) verifies too.
+  const StepCostModel costs(kCpuLike);
+  std::vector<DraftCandidate> c;
+  for (int i = 0; i < 8; ++i) c.push_back(i == 2 || i == 5 ? candidate(200, 15, 0.999) : candidate(200, 15, 0.05));
+  c.push_back(candidate(200, 3, 0.999));
+  const auto k = choose_draft_lengths(c, costs, DraftOptions{.one_length = true});
+  for (int64_t x : k) EXPECT_EQ(x, k[0]);
+  double best = 0;
+  int64_t best_u = -1;
+  for (int64_t u = 0; u <= 15; ++u) {
+    StepShape s;
+    double tokens = 0;
+    for (const auto& x : c) {
+      s.add_decode(x.context, 1 + u);
+      tokens += expected_tokens(x, u);
+    }
+    if (tokens / costs.predict(s) > best) best = tokens / costs.predict(s), best_u = u;
+  }
+  EXPECT_EQ(k[0], best_u);
 }
 
 TEST(DraftLengthPolicy, NeverMoreThanARequestCanUse) {
