@@ -37,12 +37,40 @@ def short(name):
     return name.split("::")[-1][:40]
 
 
+def overall(path, label):
+    ks = sorted((int(r["start_ns"]), int(r["end_ns"]), r["graph_id"], r["correlation_id"])
+                for r in csv.DictReader(open(path)))
+    busy, cur_s, cur_e = 0, ks[0][0], ks[0][1]
+    for s, e, _, _ in ks[1:]:
+        if s > cur_e:
+            busy += cur_e - cur_s
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    busy += cur_e - cur_s
+    span = max(e for _, e, _, _ in ks) - ks[0][0]
+    starts, seen = [], set()
+    for s, _, g, c in ks:
+        if g != "0" and (g, c) not in seen:
+            seen.add((g, c))
+            starts.append(s)
+    period = statistics.median(b - a for a, b in zip(starts, starts[1:])) / 1e3 if len(starts) > 2 else float("nan")
+    print(f"| {label} | {len(ks)} kernels | span {span / 1e6:.1f} ms | GPU busy {100 * busy / span:.1f}% | "
+          f"{len(starts)} graph replays, median period {period:.0f} us |")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("csv")
     ap.add_argument("--top", type=int, default=3, help="graphs to report, most replayed first")
     ap.add_argument("--label", default="", help="a name for the run, printed with each row")
+    ap.add_argument("--overall", action="store_true",
+                    help="one line for the whole run instead: how busy the GPU was between its first and last "
+                         "kernel, and the period between graph replays (a serving loop's step)")
     a = ap.parse_args()
+    if a.overall:
+        overall(a.csv, a.label)
+        return
     launches = collections.defaultdict(list)
     for r in csv.DictReader(open(a.csv)):
         if r["graph_id"] != "0":
