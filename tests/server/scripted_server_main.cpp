@@ -3,14 +3,13 @@
 // shipped tiny model never writes. The protocol layer is the real one.
 // Usage: fd_scripted_server --model DIR [--api-key KEY]
 // Prints "listening on http://127.0.0.1:PORT" to stderr; stops on SIGTERM.
-#include <signal.h>
-
 #include <cstdio>
 #include <cstring>
 #include <string>
 
 #include "scripted_generator.h"
 #include "server/http_server.h"
+#include "server/stop_signals.h"
 #include "serving/engine_builder.h"
 
 using namespace flashdraft;
@@ -21,12 +20,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--model")) model_dir = argv[i + 1];
     if (!std::strcmp(argv[i], "--api-key")) api_key = argv[i + 1];
   }
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGTERM);
-  sigaddset(&stop, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  server::StopSignals stop;
 
   serving::ModelFiles files = serving::read_model_files(model_dir);
   auto model = std::make_shared<server::ServingModel>(files.tokenizer);
@@ -50,8 +44,8 @@ int main(int argc, char** argv) {
   http.set_ready(model);
   std::fprintf(stderr, "listening on http://127.0.0.1:%d\n", port);
   std::fflush(stderr);
-  int sig = 0;
-  sigwait(&stop, &sig);
+  while (stop.wait(std::chrono::milliseconds(1000)) == 0) {
+  }
   http.shutdown(std::chrono::seconds(5));
   return 0;
 }
