@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_args.h"
 #include "io/model_config.h"
 #include "model/dflash_drafter.h"
 #include "model/qwen3_model.h"
@@ -35,18 +36,6 @@ namespace {
 
 using namespace flashdraft;
 using Clock = std::chrono::steady_clock;
-
-std::vector<int64_t> parse_list(const std::string& s) {
-  std::vector<int64_t> v;
-  size_t p = 0;
-  while (p < s.size()) {
-    const size_t q = s.find(',', p);
-    v.push_back(std::stoll(s.substr(p, q - p)));
-    if (q == std::string::npos) break;
-    p = q + 1;
-  }
-  return v;
-}
 
 template <class F>
 double median_ms(ops::Backend& be, int reps, F&& step) {
@@ -91,29 +80,21 @@ int main(int argc, char** argv) {
   std::vector<int64_t> contexts = {1024, 16384}, batches = {1};
   int reps = 20;
   bool profile = false;
-  for (int i = 1; i < argc; i += 2) {
-    const std::string k = argv[i];
-    if (k == "--profile-decode") {
-      profile = true;
-      --i;
-      continue;
-    }
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "bench_step: %s needs a value\n", k.c_str());
-      return 2;
-    }
-    const std::string v = argv[i + 1];
-    if (k == "--device") device = v;
-    else if (k == "--target") target_dir = v;
-    else if (k == "--drafter") drafter_dir = v;
-    else if (k == "--contexts") contexts = parse_list(v);
-    else if (k == "--batches") batches = parse_list(v);
-    else if (k == "--reps") reps = std::stoi(v);
-    else {
-      std::fprintf(stderr, "bench_step: unknown flag %s\n", k.c_str());
-      return 2;
-    }
-  }
+  const bool flags_ok = bench::parse_flags(
+      "bench_step", argc, argv,
+      [&](const std::string& k, const std::string& v) {
+        if (k == "--profile-decode") profile = true;
+        else if (k == "--device") device = v;
+        else if (k == "--target") target_dir = v;
+        else if (k == "--drafter") drafter_dir = v;
+        else if (k == "--contexts") contexts = bench::parse_list(v);
+        else if (k == "--batches") batches = bench::parse_list(v);
+        else if (k == "--reps") reps = std::stoi(v);
+        else return false;
+        return true;
+      },
+      {"--profile-decode"});
+  if (!flags_ok) return 2;
   auto backend = ops::make_backend(device);
   ops::Backend& be = *backend;
   const auto cfg = io::load_model_config(target_dir);
