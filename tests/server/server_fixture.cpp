@@ -25,6 +25,9 @@ std::shared_ptr<ServingModel> engine_model(bool drafter, int64_t max_num_seqs) {
   o.max_num_seqs = max_num_seqs;
   o.max_model_len = 1024;
   if (drafter) o.speculative.draft_model = shipped_drafter_dir();
+  // Fixed speculation: every step drafts, so the spec-decode counters move
+  // for sure (adaptive speculation may choose no drafts on a loaded machine).
+  o.speculative.adaptive = false;
   return make_serving_model(serving::build_engine(o, nullptr));
 }
 
