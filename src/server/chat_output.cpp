@@ -6,8 +6,8 @@
 
 namespace flashdraft::server {
 
-ChatOutput::ChatOutput(bool parse_reasoning, bool parse_tool_calls)
-    : parse_reasoning_(parse_reasoning), parse_tool_calls_(parse_tool_calls) {}
+ChatOutput::ChatOutput(bool parse_reasoning, bool parse_tool_calls, int max_calls)
+    : parse_reasoning_(parse_reasoning), parse_tool_calls_(parse_tool_calls), max_calls_(max_calls) {}
 
 std::optional<std::string> ChatOutput::reasoning() const {
   if (!parse_reasoning_ || !reasoning_parser_.reasoned()) return std::nullopt;
@@ -28,6 +28,7 @@ void ChatOutput::add_content(std::string_view text, std::vector<Json>& out, bool
     d.insert(d.end(), std::make_move_iterator(rest.begin()), std::make_move_iterator(rest.end()));
   }
   for (const ToolCallPiece& p : d) {
+    if (p.kind != ToolCallPiece::Kind::Content && p.call >= max_calls_) continue;
     switch (p.kind) {
       case ToolCallPiece::Kind::Content:
         content_ += p.text;

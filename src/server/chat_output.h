@@ -3,6 +3,7 @@
 // (with --reasoning-parser qwen3), content, and tool_calls (with tools and
 // --tool-call-parser hermes). The same pipeline serves streamed and whole
 // responses, so both say the same.
+#include <climits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,7 +17,8 @@ namespace flashdraft::server {
 
 class ChatOutput {
  public:
-  ChatOutput(bool parse_reasoning, bool parse_tool_calls);
+  // max_calls: tool calls past this many are left out (parallel_tool_calls false: 1).
+  ChatOutput(bool parse_reasoning, bool parse_tool_calls, int max_calls = INT_MAX);
 
   // The "delta" objects the next piece of text yields (maybe none).
   std::vector<Json> push(std::string_view text);
@@ -34,6 +36,7 @@ class ChatOutput {
   void add_content(std::string_view text, std::vector<Json>& out, bool final);
 
   bool parse_reasoning_, parse_tool_calls_;
+  int max_calls_;
   ReasoningParser reasoning_parser_;
   ToolCallParser tool_parser_;
   std::string content_, reasoning_;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <climits>
 
 #include "core/error.h"
 #include "server/api_error.h"
@@ -190,7 +191,7 @@ Reply Endpoints::chat_completions(const std::string& body, const Client& client)
   if (own_stop) params.stop.emplace_back(kToolCallEnd);
   auto set = std::make_shared<ChoiceSet>();
   set->add(*model_, ids, params, s.n, s.skip_special_tokens, metrics_);
-  auto outputs = std::make_shared<std::vector<ChatOutput>>(set->size(), ChatOutput(parse_reasoning, parse_tools));
+  auto outputs = std::make_shared<std::vector<ChatOutput>>(set->size(), ChatOutput(parse_reasoning, parse_tools, req.parallel_tool_calls ? INT_MAX : 1));
   // The forced prefix is part of the answer's text (a call the model does
   // not complete stays in the content as written, prefix included).
   auto opening = std::make_shared<std::vector<std::vector<Json>>>();

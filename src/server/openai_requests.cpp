@@ -339,6 +339,7 @@ ChatRequest parse_chat_request(const std::string& body, int64_t vocab_size) {
   r.messages = read_messages(f);
   r.tools = read_tools(f);
   read_tool_choice(f, r);
+  r.parallel_tool_calls = f.boolean("parallel_tool_calls").value_or(true);
   if (const Json* kwargs = f.object("chat_template_kwargs")) r.template_kwargs = *kwargs;
   r.add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
   if (f.boolean("continue_final_message").value_or(false)) {

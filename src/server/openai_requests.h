@@ -58,6 +58,7 @@ struct ChatRequest {
   Json tools;     // null when none
   ToolChoice tool_choice = ToolChoice::None;
   std::string tool_choice_function;  // ToolChoice::Function: the function's name (one of tools)
+  bool parallel_tool_calls = true;   // false: the first call only (as vLLM filters them)
   Json template_kwargs = Json::object();  // chat_template_kwargs (enable_thinking, ...)
   bool add_generation_prompt = true;
   SamplingRequest sampling;

@@ -239,6 +239,8 @@ TEST(ChatRequest, ReadsToolChoice) {
   auto r = parse_chat_request(head + R"("tool_choice":{"type":"function","function":{"name":"g"}}})", kVocab);
   EXPECT_EQ(r.tool_choice, ToolChoice::Function);
   EXPECT_EQ(r.tool_choice_function, "g");
+  EXPECT_TRUE(r.parallel_tool_calls);  // OpenAI's default
+  EXPECT_FALSE(parse_chat_request(head + R"("parallel_tool_calls":false})", kVocab).parallel_tool_calls);
   // "none" needs no tools.
   EXPECT_EQ(parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"none"})", kVocab).tool_choice,
             ToolChoice::None);
