@@ -48,7 +48,8 @@ ModelRunner::ModelRunner(model::Qwen3Model& target, model::DFlashDrafter* drafte
   target_.set_tap_layers(drafter ? drafter->config().target_layer_ids : std::vector<int64_t>{});
 
   ops::Backend& be = target_.backend();
-  graphs_on_ = !options_.enforce_eager && be.supports_graphs();
+  if (!target_.peers().empty()) start_ranks();
+  graphs_on_ = !options_.enforce_eager && be.supports_graphs() && !target_.shard().active();
   if (!graphs_on_) return;
   for (int64_t b : {1, 2, 4})
     if (b < options_.max_seqs) buckets_.push_back(b);
@@ -118,6 +119,7 @@ GraphCaptureReport ModelRunner::capture_graphs() {
 }
 
 void ModelRunner::run(const StepPlan& plan, const BlockManager& blocks) {
+  if (ranks_ && !dispatching_) return on_every_rank([&](ModelRunner& r) { r.run(plan, blocks); });
   const auto t0 = std::chrono::steady_clock::now();
   const size_t n = plan.entries.size();
   std::vector<Seq> seqs;
@@ -146,6 +148,7 @@ void ModelRunner::run(const StepPlan& plan, const BlockManager& blocks) {
   const int64_t r = plan.entries[0].rows;
   const bool penalized = PenaltyStep::needed(plan);
   penalties_.reset();
+  gather_ = target_.shard().active() && (penalized || needs_all_logits(plan));
   const int64_t bucket = graphs_on_ && uniform && !penalized ? batch_bucket(static_cast<int64_t>(n)) : 0;
   if (bucket > 0 && bucket * r <= options_.max_rows) {
     const auto extra = pads(bucket - static_cast<int64_t>(n), r);
@@ -174,6 +177,7 @@ void ModelRunner::run(const StepPlan& plan, const BlockManager& blocks) {
     be.download_i32(step_.buffer.view(ops::DType::I32, static_cast<int64_t>(src_off_ + real_drafts), 1)
                         .row_slice(static_cast<int64_t>(src_off_), real_drafts),
                     drafts_.data());
+  if (target_.shard().active() && !gather_) verdicts_from_tokens(n);
 }
 
 void ModelRunner::prepare(std::span<const Seq> seqs, int64_t min_keys) {
@@ -299,13 +303,20 @@ void ModelRunner::enqueue_step() {
   if (drafting_) {
     const ops::Tensor src = all.row_slice(static_cast<int64_t>(src_off_), n_drafts_ + n_rows_ + 1);
     drafter_->forward_prepared(*pool_, target_layers_);
-    be.argmax(drafter_->draft_logits(), src.row_slice(0, n_drafts_));
+    target_.argmax(drafter_->draft_logits(), src.row_slice(0, n_drafts_));
     be.gather_rows(src, all.row_slice(static_cast<int64_t>(ids_idx_off_), n_rows_).as<int32_t>(),
                    target_.input_ids());
     be.gather_rows(src, all.row_slice(static_cast<int64_t>(draft_idx_off_), n_logit_rows_).as<int32_t>(),
                    rows.col_slice(kDraftWord, 1));
   }
   target_.forward_prepared(*pool_);
+  if (target_.shard().active()) {
+    // Tensor parallelism: a greedy step needs only the argmax of each row
+    // (verdicts_from_tokens); any other gathers the logits first.
+    const ops::Tensor tokens = sampled_.buffer.view(ops::DType::I32, n_logit_rows_, 1);
+    if (!gather_) return target_.argmax(target_.logits_tensor(), tokens);
+    target_.gather_logits();
+  }
   if (penalties_.active()) {
     const ops::Tensor drafts = drafting_ ? all.row_slice(static_cast<int64_t>(src_off_), n_drafts_) : ops::Tensor{};
     penalties_.enqueue(be, target_.logits_tensor(), drafts);
@@ -356,6 +367,7 @@ std::span<const int32_t> ModelRunner::drafts(size_t entry) const {
 
 void ModelRunner::write_context(const StepPlan& plan, std::span<const int64_t> keep, const BlockManager& blocks) {
   if (!drafter_) return;
+  if (ranks_ && !dispatching_) return on_every_rank([&](ModelRunner& r) { r.write_context(plan, keep, blocks); });
   const auto t0 = std::chrono::steady_clock::now();
   struct AddHostTime {
     double& total;

@@ -23,7 +23,13 @@
 //
 // The pool holds the target's layers at [0, L_target) and the drafter's at
 // [L_target, L_target + L_draft); both read the request's one block table.
+//
+// Tensor parallelism (a target from Qwen3Model::load_sharded): this runner
+// drives rank 0 and runs every call on all ranks at once
+// (model_runner_ranks.cpp); greedy steps verify from the combined argmax
+// of the vocabulary shards, others gather the logits first. No graphs yet.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -37,6 +43,7 @@
 #include "model/dflash_drafter.h"
 #include "model/kv_pool.h"
 #include "model/qwen3_model.h"
+#include "parallel/rank_threads.h"
 
 namespace flashdraft::engine {
 
@@ -127,6 +134,11 @@ class ModelRunner {
   int64_t batch_bucket(int64_t n) const;
   int64_t keys_bucket(int64_t keys) const;
   std::vector<Seq> pads(int64_t n, int64_t rows) const;
+  // Tensor parallelism (model_runner_ranks.cpp).
+  void start_ranks();
+  void on_every_rank(const std::function<void(ModelRunner&)>& fn);
+  bool needs_all_logits(const StepPlan& plan) const;
+  void verdicts_from_tokens(size_t n);
 
   model::Qwen3Model& target_;
   model::DFlashDrafter* drafter_;
@@ -159,6 +171,12 @@ class ModelRunner {
   std::vector<int32_t> tokens_, anchors_, drafts_, tap_rows_, step_host_, verdicts_;
   ops::OwnedTensor step_, sampled_, verdicts_dev_, tap_row_ids_, ctx_taps_;
   size_t src_off_ = 0, ids_idx_off_ = 0, draft_idx_off_ = 0;
+
+  // Tensor parallelism: the other ranks' runners and threads; whether this
+  // step gathers the logits; whether a call is already running on every rank.
+  std::vector<std::unique_ptr<ModelRunner>> peers_;
+  std::unique_ptr<parallel::RankThreads> ranks_;
+  bool gather_ = false, dispatching_ = false;
 };
 
 }  // namespace flashdraft::engine

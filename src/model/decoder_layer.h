@@ -13,17 +13,24 @@
 #include <cstdint>
 
 #include "io/model_config.h"
+#include "model/tensor_parallel.h"
 #include "model/weight_loader.h"
 #include "ops/backend.h"
 
 namespace flashdraft::model {
 
+// This rank's share of a layer (all of it at tensor-parallel size 1):
+// heads, kv_heads and intermediate are the rank's; the checkpoint's tensors
+// have the totals, and the rank's part starts at head0 / kv_head0 / inter0.
 struct LayerGeometry {
   int64_t hidden = 0, intermediate = 0, heads = 0, kv_heads = 0, head_dim = 0;
   float eps = 1e-6f;
   bool qk_norm = false, bias = false;
+  int64_t total_heads = 0, total_kv_heads = 0, total_intermediate = 0;
+  int64_t head0 = 0, kv_head0 = 0, inter0 = 0;
+  int rank = 0;  // o_proj's bias is added by rank 0 only (the ranks' outputs are summed)
 
-  static LayerGeometry of(const io::ModelConfig& cfg);
+  static LayerGeometry of(const io::ModelConfig& cfg, const Shard& shard = {});
   int64_t q_dim() const { return heads * head_dim; }
   int64_t kv_dim() const { return kv_heads * head_dim; }
   int64_t qkv_dim() const { return q_dim() + 2 * kv_dim(); }
@@ -37,8 +44,9 @@ struct DecoderLayerWeights {
   ops::OwnedTensor gate_up, down;          // [2 I, hidden], [hidden, I]
 };
 
-// Declares one layer's tensors, under `prefix` ("model.layers.3." for a
-// target, "layers.3." for a drafter), fusing q/k/v and gate/up.
+// Declares one layer's tensors (this rank's parts of them), under `prefix`
+// ("model.layers.3." for a target, "layers.3." for a drafter), fusing q/k/v
+// and gate/up.
 void declare_decoder_layer(WeightLoader& loader, const std::string& prefix, const LayerGeometry& g,
                            DecoderLayerWeights& w);
 
@@ -56,9 +64,10 @@ struct Activations {
 void begin_layer(ops::Backend& backend, const ops::Tensor& w, float eps, Activations& a, int64_t n, bool pending);
 
 // Attention and MLP of one layer over the first n rows, xn ready from
-// begin_layer. Leaves the MLP output pending in a.proj.
+// begin_layer. Leaves the MLP output pending in a.proj. With an active
+// shard, o_proj's and down_proj's partial outputs are summed over the ranks.
 void decoder_layer(ops::Backend& backend, const DecoderLayerWeights& w, const LayerGeometry& g, Activations& a,
                    int64_t n, const ops::AttnBatch& batch, const ops::AttentionMask& mask, const ops::Tensor& k_cache,
-                   const ops::Tensor& v_cache, const ops::Rope& rope);
+                   const ops::Tensor& v_cache, const ops::Rope& rope, const Shard& shard = {});
 
 }  // namespace flashdraft::model

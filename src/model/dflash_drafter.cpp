@@ -16,16 +16,37 @@ std::string str(int64_t v) { return std::to_string(v); }
 
 }  // namespace
 
+std::unique_ptr<DFlashDrafter> DFlashDrafter::load_shards(const DFlashConfig& cfg, const Qwen3Model& target,
+                                                          const std::function<void(DFlashDrafter&)>& load) {
+  const int size = target.shard().size;
+  if (size > 1) {
+    const std::string where = "the drafter's config.json: ";
+    check_shardable(cfg.model, size, where, /*vocab=*/false);
+    const int64_t fc_in = cfg.num_taps() * target.config().hidden_size;
+    if (fc_in % size != 0)
+      throw Error(where + "fc.weight's input width (" + str(cfg.num_taps()) + " taps x hidden_size " +
+                  str(target.config().hidden_size) + ") is not divisible by --tensor-parallel-size " + str(size));
+  }
+  auto d = std::unique_ptr<DFlashDrafter>(new DFlashDrafter(cfg, target));
+  load(*d);
+  for (const auto& peer : target.peers()) {
+    peer->shard().comm->bind_thread();  // its buffers on its device
+    d->peers_.push_back(std::unique_ptr<DFlashDrafter>(new DFlashDrafter(cfg, *peer)));
+    load(*d->peers_.back());
+  }
+  if (target.shard().comm) target.shard().comm->bind_thread();
+  return d;
+}
+
 std::unique_ptr<DFlashDrafter> DFlashDrafter::load(const io::Checkpoint& ckpt, const io::ModelConfig& drafter_cfg,
                                                    const Qwen3Model& target, const LoadProgress& progress) {
-  auto d = std::unique_ptr<DFlashDrafter>(
-      new DFlashDrafter(parse_dflash_config(drafter_cfg, target.config(), ckpt.dir()), target));
-  WeightLoader loader(d->backend_, &ckpt);
-  d->declare(loader);
-  loader.load(progress, [](const std::string&) { return false; },
-              "DFlash drafter with " + str(d->cfg_.model.num_hidden_layers) +
-                  " layers (it uses the target's embedding and lm_head)");
-  return d;
+  return load_shards(parse_dflash_config(drafter_cfg, target.config(), ckpt.dir()), target, [&](DFlashDrafter& d) {
+    WeightLoader loader(d.backend_, &ckpt);
+    d.declare(loader);
+    loader.load(progress, [](const std::string&) { return false; },
+                "DFlash drafter with " + str(d.cfg_.model.num_hidden_layers) +
+                    " layers (it uses the target's embedding and lm_head)");
+  });
 }
 
 std::unique_ptr<DFlashDrafter> DFlashDrafter::load(const std::filesystem::path& dir, const Qwen3Model& target,
@@ -36,16 +57,20 @@ std::unique_ptr<DFlashDrafter> DFlashDrafter::load(const std::filesystem::path& 
 
 std::unique_ptr<DFlashDrafter> DFlashDrafter::load_dummy(const std::filesystem::path& dir, const Qwen3Model& target,
                                                          uint64_t seed) {
-  auto d = std::unique_ptr<DFlashDrafter>(
-      new DFlashDrafter(parse_dflash_config(load_drafter_model_config(dir), target.config(), dir), target));
-  WeightLoader loader(d->backend_, nullptr, seed);
-  d->declare(loader);
-  loader.load({}, {}, "DFlash drafter");
-  return d;
+  return load_shards(parse_dflash_config(load_drafter_model_config(dir), target.config(), dir), target,
+                     [&](DFlashDrafter& d) {
+                       WeightLoader loader(d.backend_, nullptr, seed);
+                       d.declare(loader);
+                       loader.load({}, {}, "DFlash drafter");
+                     });
 }
 
 DFlashDrafter::DFlashDrafter(DFlashConfig cfg, const Qwen3Model& target)
-    : cfg_(std::move(cfg)), target_(target), backend_(target.backend()), geo_(LayerGeometry::of(cfg_.model)) {
+    : cfg_(std::move(cfg)),
+      target_(target),
+      backend_(target.backend()),
+      geo_(LayerGeometry::of(cfg_.model, target.shard())),
+      shard_(target.shard()) {
   const RopeTable rope = rope_table(cfg_.model);
   inv_freq_ = backend_.alloc_tensor(ops::DType::F32, 1, cfg_.model.head_dim / 2);
   backend_.upload(inv_freq_.t, rope.inv_freq.data(), ops::DType::F32);
@@ -55,20 +80,25 @@ DFlashDrafter::DFlashDrafter(DFlashConfig cfg, const Qwen3Model& target)
 void DFlashDrafter::declare(WeightLoader& loader) {
   const int64_t H = geo_.hidden, L = cfg_.model.num_hidden_layers, kv = geo_.kv_dim();
   const int64_t K = cfg_.num_taps(), Ht = target_.config().hidden_size;
-  fc_ = loader.alloc(H, K * Ht);
+  // Row-parallel: this rank's columns of the taps (write_context sums the ranks' products).
+  const int64_t fc_in = shard_.count(K * Ht);
+  fc_ = loader.alloc(H, fc_in);
   loader.add("fc.weight", {H, K * Ht}, fc_.t,
-             "hidden_size x (" + str(K) + " taps in target_layer_ids x the target's hidden size " + str(Ht) + ")");
+             "hidden_size x (" + str(K) + " taps in target_layer_ids x the target's hidden size " + str(Ht) + ")",
+             WeightLoader::Part{1, shard_.begin(K * Ht), fc_in});
   hidden_norm_ = loader.alloc(1, H);
   loader.add("hidden_norm.weight", {H}, hidden_norm_.t, "hidden_size");
   layers_.resize(static_cast<size_t>(L));
   // write_context projects context rows through every layer's k_proj and
   // v_proj at once: one GEMM against the stacked rows.
   kv_fused_ = loader.alloc(L * 2 * kv, H);
+  const int64_t kv_all = geo_.total_kv_heads * geo_.head_dim;
+  const WeightLoader::Part kv_rows{0, geo_.kv_head0 * geo_.head_dim, kv};
   for (int64_t l = 0; l < L; ++l) {
     const std::string p = "layers." + str(l) + ".";
     declare_decoder_layer(loader, p, geo_, layers_[static_cast<size_t>(l)]);
-    loader.add(p + "self_attn.k_proj.weight", {kv, H}, kv_fused_.t.row_slice(2 * l * kv, kv));
-    loader.add(p + "self_attn.v_proj.weight", {kv, H}, kv_fused_.t.row_slice((2 * l + 1) * kv, kv));
+    loader.add(p + "self_attn.k_proj.weight", {kv_all, H}, kv_fused_.t.row_slice(2 * l * kv, kv), "", kv_rows);
+    loader.add(p + "self_attn.v_proj.weight", {kv_all, H}, kv_fused_.t.row_slice((2 * l + 1) * kv, kv), "", kv_rows);
   }
   norm_ = loader.alloc(1, H);
   loader.add("norm.weight", {H}, norm_.t, "hidden_size");
@@ -76,7 +106,7 @@ void DFlashDrafter::declare(WeightLoader& loader) {
 
 std::vector<KVLayerShape> DFlashDrafter::kv_layers() const {
   return std::vector<KVLayerShape>(static_cast<size_t>(cfg_.model.num_hidden_layers),
-                                   KVLayerShape{cfg_.model.num_key_value_heads, cfg_.model.head_dim});
+                                   KVLayerShape{geo_.kv_heads, cfg_.model.head_dim});
 }
 
 void DFlashDrafter::check_pool(const BatchContext& batch, const KVPool& pool, int64_t layer_offset,
@@ -89,9 +119,9 @@ void DFlashDrafter::check_pool(const BatchContext& batch, const KVPool& pool, in
                 ") do not fit in a KV pool of " + str(pool.num_layers()) + " layers");
   for (int64_t l = 0; l < L; ++l) {
     const auto& s = pool.shape(layer_offset + l);
-    if (s.kv_heads != cfg_.model.num_key_value_heads || s.head_dim != cfg_.model.head_dim)
+    if (s.kv_heads != geo_.kv_heads || s.head_dim != cfg_.model.head_dim)
       throw Error(where + "pool layer " + str(layer_offset + l) + " is " + str(s.kv_heads) + " kv heads x " +
-                  str(s.head_dim) + ", but drafter layer " + str(l) + " needs " + str(cfg_.model.num_key_value_heads) +
+                  str(s.head_dim) + ", but drafter layer " + str(l) + " needs " + str(geo_.kv_heads) +
                   " x " + str(cfg_.model.head_dim));
   }
   int64_t next_row = 0;
@@ -130,7 +160,12 @@ void DFlashDrafter::write_context(const ops::Tensor& taps, const BatchContext& r
   const ops::Tensor kvs = grow_tensor(backend_, kv_, dt, n, L * 2 * kv);
 
   // ctx = hidden_norm(fc(taps)), shared by every layer; then all layers' K/V in one GEMM.
-  backend_.matmul(taps, fc_.t, nullptr, ctx);
+  if (shard_.active()) {
+    backend_.matmul(taps.col_slice(shard_.begin(taps.cols), fc_.t.cols), fc_.t, nullptr, ctx);
+    shard_.comm->all_reduce_sum(backend_, ctx);
+  } else {
+    backend_.matmul(taps, fc_.t, nullptr, ctx);
+  }
   backend_.rmsnorm(ctx, hidden_norm_.t, ctx, geo_.eps);
   backend_.matmul(ctx, kv_fused_.t, nullptr, kvs);
   for (int64_t l = 0; l < L; ++l) {
@@ -161,7 +196,7 @@ void DFlashDrafter::reserve(const BatchLimits& limits) {
   inputs_.reserve(backend_, limits);
   acts_.reserve(backend_, geo_, rows);
   grow_tensor(backend_, selected_, dt, rows, geo_.hidden);
-  grow_tensor(backend_, logits_, ops::DType::F32, rows, target_.config().vocab_size);
+  grow_tensor(backend_, logits_, ops::DType::F32, rows, target_.vocab_count());
   grow_tensor(backend_, ctx_, dt, rows, geo_.hidden);
   grow_tensor(backend_, kv_, dt, rows, cfg_.model.num_hidden_layers * 2 * geo_.kv_dim());
 }
@@ -194,7 +229,7 @@ void DFlashDrafter::prepare(std::span<const int32_t> anchors, const BatchContext
   const int64_t m = inputs_.num_logit_rows();
   if (m == 0) return;
   selected_view_ = grow_tensor(backend_, selected_, backend_.activation_dtype(), m, geo_.hidden);
-  logits_view_ = grow_tensor(backend_, logits_, ops::DType::F32, m, V);
+  logits_view_ = grow_tensor(backend_, logits_, ops::DType::F32, m, target_.vocab_count());
 }
 
 void DFlashDrafter::forward_prepared(KVPool& pool, int64_t layer_offset) {
@@ -210,7 +245,7 @@ void DFlashDrafter::forward_prepared(KVPool& pool, int64_t layer_offset) {
     const auto& w = layers_[static_cast<size_t>(l)];
     begin_layer(backend_, w.input_norm.t, geo_.eps, acts_, n, /*pending=*/l > 0);
     decoder_layer(backend_, w, geo_, acts_, n, inputs_.attn(), mask, pool.k(layer_offset + l),
-                  pool.v(layer_offset + l), rope_);
+                  pool.v(layer_offset + l), rope_, shard_);
   }
   begin_layer(backend_, norm_.t, geo_.eps, acts_, n, /*pending=*/true);
 

@@ -15,6 +15,7 @@
 // Not thread-safe: calls reuse the activation buffers.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -47,6 +48,10 @@ class DFlashDrafter {
                                                    uint64_t seed = 2);
 
   const DFlashConfig& config() const { return cfg_; }
+  // Tensor parallelism: the target is a sharded rank-0 model
+  // (Qwen3Model::load_sharded) and the load calls above load one drafter
+  // shard per target shard; these are ranks 1 .. (empty at size 1).
+  const std::vector<std::unique_ptr<DFlashDrafter>>& peers() const { return peers_; }
   // The pool layers the drafter uses, one per drafter layer, in order.
   std::vector<KVLayerShape> kv_layers() const;
 
@@ -87,6 +92,10 @@ class DFlashDrafter {
 
  private:
   DFlashDrafter(DFlashConfig cfg, const Qwen3Model& target);
+  // One drafter per shard of `target` (rank 0's returned, owning the others),
+  // each declared and then loaded by `load`.
+  static std::unique_ptr<DFlashDrafter> load_shards(const DFlashConfig& cfg, const Qwen3Model& target,
+                                                    const std::function<void(DFlashDrafter&)>& load);
   void declare(WeightLoader& loader);
   void check_pool(const BatchContext& batch, const KVPool& pool, int64_t layer_offset, const char* what) const;
 
@@ -94,7 +103,8 @@ class DFlashDrafter {
   const Qwen3Model& target_;
   ops::Backend& backend_;
   LayerGeometry geo_;
-  ops::OwnedTensor fc_, hidden_norm_, norm_;
+  Shard shard_;  // the target's
+  ops::OwnedTensor fc_, hidden_norm_, norm_;  // fc_: this rank's columns of fc.weight
   std::vector<DecoderLayerWeights> layers_;
   ops::OwnedTensor kv_fused_;  // every layer's k_proj then v_proj rows, stacked: [L * 2 * kv_dim, H]
   ops::OwnedTensor inv_freq_;
@@ -106,6 +116,7 @@ class DFlashDrafter {
   ops::OwnedTensor ctx_, kv_, selected_, logits_, host_taps_;
   ops::Tensor logits_view_, selected_view_;
   int64_t rows_ = 0;  // of the prepared blocks
+  std::vector<std::unique_ptr<DFlashDrafter>> peers_;
 };
 
 }  // namespace flashdraft::model

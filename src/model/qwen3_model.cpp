@@ -59,8 +59,40 @@ std::unique_ptr<Qwen3Model> Qwen3Model::load_dummy(const io::ModelConfig& cfg, s
   return m;
 }
 
-Qwen3Model::Qwen3Model(io::ModelConfig cfg, std::shared_ptr<ops::Backend> backend)
-    : cfg_(std::move(cfg)), backend_(std::move(backend)), geo_(LayerGeometry::of(cfg_)) {
+std::unique_ptr<Qwen3Model> Qwen3Model::load_sharded(const io::Checkpoint* ckpt, const io::ModelConfig& cfg,
+                                                     std::vector<std::shared_ptr<ops::Backend>> backends,
+                                                     std::vector<std::unique_ptr<parallel::Communicator>> group,
+                                                     const LoadProgress& progress, uint64_t seed) {
+  const auto size = static_cast<int>(group.size());
+  if (size < 1 || backends.size() != group.size())
+    throw Error("load_sharded: " + std::to_string(backends.size()) + " backends for " + std::to_string(size) +
+                " ranks");
+  const std::string where = (ckpt ? ckpt->dir().string() + "/" : std::string()) + "config.json: ";
+  check_geometry(cfg, where);
+  check_shardable(cfg, size, where, /*vocab=*/true);
+  std::vector<std::unique_ptr<Qwen3Model>> shards;
+  for (int r = 0; r < size; ++r) {
+    // Rank r's buffers are made on its device.
+    group[static_cast<size_t>(r)]->bind_thread();
+    auto m = std::unique_ptr<Qwen3Model>(
+        new Qwen3Model(cfg, backends[static_cast<size_t>(r)], Shard::of(group[static_cast<size_t>(r)].get())));
+    WeightLoader loader(*m->backend_, ckpt, seed);
+    m->declare(loader);
+    LoadProgress part;
+    if (progress)
+      part = [&progress, r, size](size_t done, size_t total) { progress(r * total + done, size * total); };
+    loader.load(part, [&](const std::string& n) { return ignorable(n, cfg); }, describe(cfg));
+    shards.push_back(std::move(m));
+  }
+  group[0]->bind_thread();
+  auto root = std::move(shards[0]);
+  for (size_t r = 1; r < shards.size(); ++r) root->peers_.push_back(std::move(shards[r]));
+  root->group_ = std::move(group);
+  return root;
+}
+
+Qwen3Model::Qwen3Model(io::ModelConfig cfg, std::shared_ptr<ops::Backend> backend, Shard shard)
+    : cfg_(std::move(cfg)), backend_(std::move(backend)), shard_(shard), geo_(LayerGeometry::of(cfg_, shard_)) {
   const RopeTable rope = rope_table(cfg_);
   inv_freq_ = backend_->alloc_tensor(ops::DType::F32, 1, cfg_.head_dim / 2);
   backend_->upload(inv_freq_.t, rope.inv_freq.data(), ops::DType::F32);
@@ -68,17 +100,30 @@ Qwen3Model::Qwen3Model(io::ModelConfig cfg, std::shared_ptr<ops::Backend> backen
 }
 
 void Qwen3Model::declare(WeightLoader& loader) {
-  const int64_t H = cfg_.hidden_size, V = cfg_.vocab_size;
-  embed_tokens_ = loader.alloc(V, H);
-  loader.add("model.embed_tokens.weight", {V, H}, embed_tokens_.t, "vocab_size, hidden_size");
+  const int64_t H = cfg_.hidden_size, V = cfg_.vocab_size, Vr = vocab_count(), v0 = vocab_begin();
+  const WeightLoader::Part vocab_rows{0, v0, Vr};
+  if (shard_.active()) {
+    // This rank's rows, then a zero row that the other ranks' tokens look up.
+    embed_tokens_ = loader.alloc(Vr + 1, H);
+    backend_->upload(embed_tokens_.t.row_slice(Vr, 1), std::vector<float>(static_cast<size_t>(H), 0.0f).data(),
+                     ops::DType::F32);
+    std::vector<int32_t> map(static_cast<size_t>(V), static_cast<int32_t>(Vr));
+    for (int64_t v = v0; v < v0 + Vr; ++v) map[static_cast<size_t>(v)] = static_cast<int32_t>(v - v0);
+    vocab_map_ = backend_->alloc_tensor(ops::DType::I32, V, 1);
+    backend_->upload(vocab_map_.t, map.data(), ops::DType::I32);
+  } else {
+    embed_tokens_ = loader.alloc(V, H);
+  }
+  loader.add("model.embed_tokens.weight", {V, H}, embed_tokens_.t.row_slice(0, Vr), "vocab_size, hidden_size",
+             vocab_rows);
   layers_.resize(static_cast<size_t>(cfg_.num_hidden_layers));
   for (int64_t i = 0; i < cfg_.num_hidden_layers; ++i)
     declare_decoder_layer(loader, "model.layers." + std::to_string(i) + ".", geo_, layers_[static_cast<size_t>(i)]);
   norm_ = loader.alloc(1, H);
   loader.add("model.norm.weight", {H}, norm_.t, "hidden_size");
   if (!cfg_.tie_word_embeddings) {
-    lm_head_ = loader.alloc(V, H);
-    loader.add("lm_head.weight", {V, H}, lm_head_.t, "vocab_size, hidden_size");
+    lm_head_ = loader.alloc(Vr, H);
+    loader.add("lm_head.weight", {V, H}, lm_head_.t, "vocab_size, hidden_size", vocab_rows);
   }
 }
 
@@ -86,15 +131,46 @@ KVCache Qwen3Model::new_cache() const { return KVCache(*backend_, kv_layers()); 
 
 std::vector<KVLayerShape> Qwen3Model::kv_layers() const {
   return std::vector<KVLayerShape>(static_cast<size_t>(cfg_.num_hidden_layers),
-                                   KVLayerShape{cfg_.num_key_value_heads, cfg_.head_dim});
+                                   KVLayerShape{geo_.kv_heads, cfg_.head_dim});
 }
 
 void Qwen3Model::embed(const ops::Tensor& ids, const ops::Tensor& out, float scale) const {
-  backend_->embedding(embed_tokens_.t, ids, out, scale);
+  if (!shard_.active()) return backend_->embedding(embed_tokens_.t, ids, out, scale);
+  // Each rank looks its rows up (zeros for the others' tokens); the sum adds
+  // exactly one non-zero per element, so it is exact.
+  const ops::Tensor local = grow_tensor(*backend_, local_ids_, ops::DType::I32, ids.rows, 1);
+  backend_->gather_rows(vocab_map_.t, ids.as<int32_t>(), local);
+  backend_->embedding(embed_tokens_.t, local, out, scale);
+  shard_.comm->all_reduce_sum(*backend_, out);
 }
 
 void Qwen3Model::lm_head(const ops::Tensor& x, const ops::Tensor& logits) const {
-  backend_->matmul(x, lm_head_.t.empty() ? embed_tokens_.t : lm_head_.t, nullptr, logits);
+  backend_->matmul(x, lm_head_.t.empty() ? embed_tokens_.t.row_slice(0, vocab_count()) : lm_head_.t, nullptr, logits);
+}
+
+void Qwen3Model::argmax(const ops::Tensor& logits, const ops::Tensor& out) {
+  if (!shard_.active()) return backend_->argmax(logits, out);
+  if (logits.rows == 0) return;
+  const ops::Tensor keys = grow_tensor(*backend_, keys_, ops::DType::I32, logits.rows, 2);
+  backend_->argmax_key(logits, vocab_begin(), keys);
+  shard_.comm->all_reduce_min_u64(*backend_, keys);
+  backend_->copy(keys.col_slice(0, 1), out);
+}
+
+void Qwen3Model::gather_logits() {
+  if (!shard_.active() || logits_view_.empty()) return;
+  ops::Backend& be = *backend_;
+  const int64_t m = logits_view_.rows, Vr = logits_view_.cols;
+  const ops::Tensor all = grow_tensor(be, gathered_, ops::DType::F32, shard_.size * m, Vr);
+  shard_.comm->all_gather(be, logits_view_, all);
+  const ops::Tensor full = grow_tensor(be, full_logits_, ops::DType::F32, m, cfg_.vocab_size);
+  for (int r = 0; r < shard_.size; ++r) be.copy(all.row_slice(r * m, m), full.col_slice(r * Vr, Vr));
+  logits_view_ = full;
+}
+
+void Qwen3Model::require_one_rank(const char* what) const {
+  if (shard_.active())
+    throw Error(std::string(what) + ": a tensor-parallel shard runs only under the engine, which drives every rank");
 }
 
 void Qwen3Model::check_ids(std::span<const int32_t> tokens) const {
@@ -105,6 +181,7 @@ void Qwen3Model::check_ids(std::span<const int32_t> tokens) const {
 }
 
 void Qwen3Model::embed(std::span<const int32_t> ids, float* out) const {
+  require_one_rank("Qwen3Model::embed");
   check_ids(ids);
   const auto n = static_cast<int64_t>(ids.size());
   auto dev_ids = backend_->alloc_tensor(ops::DType::I32, n, 1);
@@ -115,6 +192,7 @@ void Qwen3Model::embed(std::span<const int32_t> ids, float* out) const {
 }
 
 void Qwen3Model::lm_head(const float* x, int64_t n, float* logits) const {
+  require_one_rank("Qwen3Model::lm_head");
   auto dx = backend_->alloc_tensor(backend_->activation_dtype(), n, cfg_.hidden_size);
   backend_->upload(dx.t, x, ops::DType::F32);
   auto dl = backend_->alloc_tensor(ops::DType::F32, n, cfg_.vocab_size);
@@ -138,6 +216,7 @@ std::vector<float> Qwen3Model::taps() const {
 }
 
 void Qwen3Model::forward(std::span<const int32_t> tokens, KVCache& cache, std::vector<float>& logits, bool all_logits) {
+  require_one_rank("Qwen3Model::forward");
   const int64_t n = static_cast<int64_t>(tokens.size());
   if (n == 0) throw Error("forward: no tokens given");
   const auto layers = kv_layers();
@@ -160,10 +239,10 @@ void Qwen3Model::check_batch(std::span<const int32_t> tokens, const BatchContext
     throw Error(what + "the KV pool has " + std::to_string(pool.num_layers()) + " layers, the model needs " +
                 std::to_string(cfg_.num_hidden_layers));
   for (int64_t l = 0; l < cfg_.num_hidden_layers; ++l)
-    if (pool.shape(l).kv_heads != cfg_.num_key_value_heads || pool.shape(l).head_dim != cfg_.head_dim)
+    if (pool.shape(l).kv_heads != geo_.kv_heads || pool.shape(l).head_dim != cfg_.head_dim)
       throw Error(what + "KV pool layer " + std::to_string(l) + " is " + std::to_string(pool.shape(l).kv_heads) +
                   " kv heads x " + std::to_string(pool.shape(l).head_dim) + ", the model needs " +
-                  std::to_string(cfg_.num_key_value_heads) + " x " + std::to_string(cfg_.head_dim));
+                  std::to_string(geo_.kv_heads) + " x " + std::to_string(cfg_.head_dim));
   const int64_t bs = pool.block_size();
   int64_t next_row = 0;
   for (size_t i = 0; i < batch.seqs.size(); ++i) {
@@ -212,7 +291,7 @@ void Qwen3Model::reserve(const BatchLimits& limits) {
   if (!tap_layers_.empty())
     grow_tensor(be, taps_, be.activation_dtype(), rows, static_cast<int64_t>(tap_layers_.size()) * cfg_.hidden_size);
   grow_tensor(be, selected_, be.activation_dtype(), rows, cfg_.hidden_size);
-  grow_tensor(be, logits_, ops::DType::F32, rows, cfg_.vocab_size);
+  grow_tensor(be, logits_, ops::DType::F32, rows, vocab_count());
 }
 
 void Qwen3Model::prepare_batch(std::span<const int32_t> tokens, const BatchContext& batch, KVPool& pool,
@@ -227,7 +306,7 @@ void Qwen3Model::prepare_batch(std::span<const int32_t> tokens, const BatchConte
                                                  static_cast<int64_t>(tap_layers_.size()) * cfg_.hidden_size);
   const int64_t m = inputs_.num_logit_rows();
   selected_view_ = grow_tensor(be, selected_, be.activation_dtype(), m, cfg_.hidden_size);
-  logits_view_ = grow_tensor(be, logits_, ops::DType::F32, m, cfg_.vocab_size);
+  logits_view_ = grow_tensor(be, logits_, ops::DType::F32, m, vocab_count());
 }
 
 void Qwen3Model::forward_prepared(KVPool& pool) {
@@ -240,7 +319,7 @@ void Qwen3Model::forward_prepared(KVPool& pool) {
     const auto& w = layers_[static_cast<size_t>(l)];
     begin_layer(be, w.input_norm.t, geo_.eps, acts_, n, /*pending=*/l > 0);
     if (l > 0) copy_taps(l - 1, n);  // x is now layer l-1's output
-    decoder_layer(be, w, geo_, acts_, n, inputs_.attn(), causal, pool.k(l), pool.v(l), rope_);
+    decoder_layer(be, w, geo_, acts_, n, inputs_.attn(), causal, pool.k(l), pool.v(l), rope_, shard_);
   }
   begin_layer(be, norm_.t, geo_.eps, acts_, n, /*pending=*/true);
   copy_taps(L - 1, n);

@@ -21,8 +21,10 @@
 #include "model/kv_cache.h"
 #include "model/kv_pool.h"
 #include "model/step_inputs.h"
+#include "model/tensor_parallel.h"
 #include "model/weight_loader.h"
 #include "ops/backend.h"
+#include "parallel/communicator.h"
 
 namespace flashdraft::model {
 
@@ -36,6 +38,23 @@ class Qwen3Model {
   // Random weights with the config's exact shapes (--load-format dummy).
   static std::unique_ptr<Qwen3Model> load_dummy(const io::ModelConfig& cfg, std::shared_ptr<ops::Backend> backend,
                                                 uint64_t seed = 1);
+  // Tensor parallelism (model/tensor_parallel.h): one shard per communicator
+  // of `group`, rank r's on backends[r] (ckpt null: dummy weights from
+  // `seed`). Returns rank 0's shard, which owns the other ranks' (peers())
+  // and the group. Every rank must then make the same calls (the engine's
+  // ModelRunner drives them); the one-request conveniences below (forward,
+  // host embed / lm_head) are for size 1 only. Throws naming the config
+  // field that cannot be split.
+  static std::unique_ptr<Qwen3Model> load_sharded(const io::Checkpoint* ckpt, const io::ModelConfig& cfg,
+                                                  std::vector<std::shared_ptr<ops::Backend>> backends,
+                                                  std::vector<std::unique_ptr<parallel::Communicator>> group,
+                                                  const LoadProgress& progress = {}, uint64_t seed = 1);
+  const Shard& shard() const { return shard_; }
+  // Ranks 1 .. of rank 0's shard (empty at size 1 and on the other ranks).
+  const std::vector<std::unique_ptr<Qwen3Model>>& peers() const { return peers_; }
+  // This rank's columns of the logits: [vocab_begin(), + vocab_count()) (all at size 1).
+  int64_t vocab_begin() const { return shard_.begin(cfg_.vocab_size); }
+  int64_t vocab_count() const { return shard_.count(cfg_.vocab_size); }
 
   // hidden_size, vocab_size, num_hidden_layers, ... as read from config.json.
   const io::ModelConfig& config() const { return cfg_; }
@@ -70,7 +89,17 @@ class Qwen3Model {
   // Grows the buffers for batches within `limits`, so that such batches move
   // none (buffer_moves()).
   void reserve(const BatchLimits& limits);
+  // [rows, vocab_count()]: this rank's vocabulary shard (all of it at size 1),
+  // or [rows, vocab] after gather_logits().
   const ops::Tensor& logits_tensor() const { return logits_view_; }
+  // The greedy token of each row of `logits` (this rank's shard of them, as
+  // the lm_head leaves them) into out i32 [n, 1]: Backend::argmax at size 1;
+  // else each shard's argmax_key, the smallest over the ranks taken.
+  void argmax(const ops::Tensor& logits, const ops::Tensor& out);
+  // Size > 1: every rank's logits of this forward gathered, so that
+  // logits_tensor() is the whole [rows, vocab] on every rank (sampling with
+  // filters, penalties and log-probabilities need all of it). Size 1: nothing.
+  void gather_logits();
   // run_batch, then the logits downloaded.
   void forward_batch(std::span<const int32_t> tokens, const BatchContext& batch, KVPool& pool,
                      std::vector<float>& logits);
@@ -97,7 +126,8 @@ class Qwen3Model {
   std::vector<float> taps() const;                               // a host copy (empty without taps)
 
  private:
-  Qwen3Model(io::ModelConfig cfg, std::shared_ptr<ops::Backend> backend);
+  Qwen3Model(io::ModelConfig cfg, std::shared_ptr<ops::Backend> backend, Shard shard = {});
+  void require_one_rank(const char* what) const;
   void declare(WeightLoader& loader);
   void check_batch(std::span<const int32_t> tokens, const BatchContext& batch, const KVPool& pool) const;
   void check_ids(std::span<const int32_t> tokens) const;
@@ -105,6 +135,7 @@ class Qwen3Model {
 
   io::ModelConfig cfg_;
   std::shared_ptr<ops::Backend> backend_;
+  Shard shard_;
   LayerGeometry geo_;
   ops::OwnedTensor embed_tokens_, norm_, lm_head_;  // lm_head_ empty when tied
   std::vector<DecoderLayerWeights> layers_;
@@ -117,6 +148,14 @@ class Qwen3Model {
   ops::OwnedTensor logits_, taps_, selected_;  // grown as needed
   ops::Tensor logits_view_, taps_view_;        // this forward's rows of them
   ops::Tensor selected_view_;
+
+  // Tensor parallelism (size > 1): the embedding's global -> local row map
+  // (other ranks' tokens -> the zero row past this rank's), lookup and
+  // argmax scratch, the gathered logits; rank 0 owns the peers and group.
+  ops::OwnedTensor vocab_map_, keys_, gathered_, full_logits_;
+  mutable ops::OwnedTensor local_ids_;
+  std::vector<std::unique_ptr<parallel::Communicator>> group_;
+  std::vector<std::unique_ptr<Qwen3Model>> peers_;
 };
 
 }  // namespace flashdraft::model

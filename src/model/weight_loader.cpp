@@ -1,6 +1,7 @@
 #include "model/weight_loader.h"
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <set>
 
@@ -35,10 +36,24 @@ ops::OwnedTensor WeightLoader::alloc(int64_t rows, int64_t cols) {
 }
 
 void WeightLoader::add(const std::string& name, std::vector<int64_t> shape, const ops::Tensor& dest, std::string why) {
-  if (numel(shape) != dest.numel())
-    throw Error("weight loader: " + name + " " + io::shape_to_string(shape) + " does not fill its " +
-                std::to_string(dest.rows) + "x" + std::to_string(dest.cols) + " destination");
-  decls_.push_back({name, std::move(shape), dest, std::move(why)});
+  add(name, std::move(shape), dest, std::move(why), Part{});
+}
+
+void WeightLoader::add(const std::string& name, std::vector<int64_t> shape, const ops::Tensor& dest, std::string why,
+                       Part part) {
+  const auto dims = static_cast<int>(shape.size());
+  if (part.count > 0 && (part.dim < 0 || part.dim >= dims || part.begin < 0 ||
+                         part.begin + part.count > shape[static_cast<size_t>(part.dim)]))
+    throw Error("weight loader: " + name + " " + io::shape_to_string(shape) + " has no part [" +
+                std::to_string(part.begin) + ", +" + std::to_string(part.count) + ") along dim " +
+                std::to_string(part.dim));
+  // All of a dimension is the whole tensor: the unsplit path.
+  if (part.count > 0 && part.begin == 0 && part.count == shape[static_cast<size_t>(part.dim)]) part = Part{};
+  const int64_t n = part.count > 0 ? numel(shape) / shape[static_cast<size_t>(part.dim)] * part.count : numel(shape);
+  if (n != dest.numel())
+    throw Error("weight loader: " + name + " " + io::shape_to_string(shape) + (part.count > 0 ? " (its part)" : "") +
+                " does not fill its " + std::to_string(dest.rows) + "x" + std::to_string(dest.cols) + " destination");
+  decls_.push_back({name, std::move(shape), dest, std::move(why), part});
 }
 
 void WeightLoader::load(const LoadProgress& progress, const std::function<bool(const std::string&)>& ignorable,
@@ -81,9 +96,28 @@ void WeightLoader::load(const LoadProgress& progress, const std::function<bool(c
     total += t.nbytes;
   }
   if (progress) progress(0, total);
+  std::vector<std::byte> part;
   for (const auto& d : decls_) {
     const auto& t = ckpt_->get(d.name);
-    backend_.upload(d.dest, t.data, to_ops(t.dtype));
+    const auto* src = static_cast<const std::byte*>(t.data);
+    if (d.part.count == 0) {
+      backend_.upload(d.dest, src, to_ops(t.dtype));
+    } else {
+      // Rows of a row-major tensor are one contiguous run; columns are
+      // gathered row by row first.
+      const size_t es = t.nbytes / static_cast<size_t>(numel(t.shape));
+      const auto inner = static_cast<size_t>(numel(t.shape) / t.shape[0]);
+      if (d.part.dim == 0) {
+        backend_.upload(d.dest, src + static_cast<size_t>(d.part.begin) * inner * es, to_ops(t.dtype));
+      } else {
+        const auto rows = static_cast<size_t>(t.shape[0]), count = static_cast<size_t>(d.part.count);
+        part.resize(rows * count * es);
+        for (size_t r = 0; r < rows; ++r)
+          std::memcpy(part.data() + r * count * es, src + (r * inner + static_cast<size_t>(d.part.begin)) * es,
+                      count * es);
+        backend_.upload(d.dest, part.data(), to_ops(t.dtype));
+      }
+    }
     done += t.nbytes;
     if (progress) progress(done, total);
   }

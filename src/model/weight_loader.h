@@ -35,6 +35,15 @@ class WeightLoader {
   // (same element count, e.g. a row slice of a fused buffer). `why` explains
   // the expected shape in error messages ("hidden_size x ...").
   void add(const std::string& name, std::vector<int64_t> shape, const ops::Tensor& dest, std::string why = "");
+  // Part of a checkpoint tensor (tensor parallelism): rows (dim 0) or
+  // columns (dim 1) [begin, begin + count) of `name`, whose whole shape is
+  // still checked against `shape`. count 0: the whole tensor.
+  struct Part {
+    int dim = 0;
+    int64_t begin = 0, count = 0;
+  };
+  void add(const std::string& name, std::vector<int64_t> shape, const ops::Tensor& dest, std::string why,
+           Part part);
   // Reads everything declared. `ignorable` names checkpoint tensors that may
   // be present without a place (tied heads, saved rotary buffers);
   // `describe` says what model the config describes, for the error message.
@@ -47,6 +56,7 @@ class WeightLoader {
     std::vector<int64_t> shape;
     ops::Tensor dest;
     std::string why;
+    Part part;
   };
   ops::Backend& backend_;
   const io::Checkpoint* ckpt_;

@@ -96,7 +96,8 @@ std::vector<std::unique_ptr<Communicator>> make_nccl_group(int size) {
   for (int r = 0; r < size; ++r) devices[static_cast<size_t>(r)] = r;
   check_nccl(ncclCommInitAll(comms.data(), size, devices.data()), "ncclCommInitAll");
   std::vector<std::unique_ptr<Communicator>> out;
-  for (int r = 0; r < size; ++r) out.push_back(std::make_unique<NcclCommunicator>(comms[static_cast<size_t>(r)], r, size));
+  for (int r = 0; r < size; ++r)
+    out.push_back(std::make_unique<NcclCommunicator>(comms[static_cast<size_t>(r)], r, size));
   return out;
 }
 

@@ -10,7 +10,9 @@
 #include "io/checkpoint.h"
 #include "model/dflash_config.h"
 #include "model/kv_pool.h"
+#include "model/tensor_parallel.h"
 #include "ops/backend_factory.h"
+#include "parallel/communicator.h"
 #include "serving/generation_defaults.h"
 #include "serving/kv_pool_size.h"
 #include "serving/load_progress.h"
@@ -44,6 +46,15 @@ int64_t check_limits(const EngineOptions& o, const io::ModelConfig& config) {
   if (o.load_format != "auto" && o.load_format != "dummy") {
     throw UsageError(fmt::format("--load-format: expected auto or dummy, got {:?}", o.load_format));
   }
+  if (o.tensor_parallel_size < 1) {
+    throw UsageError(fmt::format("--tensor-parallel-size: must be >= 1, got {}", o.tensor_parallel_size));
+  }
+  try {
+    model::check_shardable(config, o.tensor_parallel_size, "--tensor-parallel-size: the target's config.json: ",
+                           /*vocab=*/true);
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
   return o.max_model_len > 0 ? o.max_model_len : context;
 }
 
@@ -67,7 +78,31 @@ ModelFiles read_model_files(const std::filesystem::path& dir) {
   return files;
 }
 
+// load_target over o.tensor_parallel_size ranks.
+std::unique_ptr<model::Qwen3Model> load_sharded_target(const ModelFiles& files, const EngineOptions& o,
+                                                       std::FILE* log) {
+  const int n = o.tensor_parallel_size;
+  const std::string device = o.device == "auto" ? (ops::cuda_available() ? "cuda" : "cpu") : o.device;
+  std::vector<std::shared_ptr<ops::Backend>> backends;
+  std::vector<std::unique_ptr<parallel::Communicator>> group;
+  try {
+    backends = ops::make_rank_backends(device, n);
+    group = parallel::make_group(device, n);
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+  if (log) fmt::print(log, "tensor parallel: {} ranks on {}, collectives: {}\n", n, backends[0]->describe(),
+                      group[0]->describe());
+  if (o.load_format == "dummy")
+    return model::Qwen3Model::load_sharded(nullptr, files.config, std::move(backends), std::move(group));
+  io::Checkpoint checkpoint = io::Checkpoint::open(files.dir);
+  return load_logged(checkpoint, log, [&](const model::LoadProgress& progress) {
+    return model::Qwen3Model::load_sharded(&checkpoint, files.config, std::move(backends), std::move(group), progress);
+  });
+}
+
 std::unique_ptr<model::Qwen3Model> load_target(const ModelFiles& files, const EngineOptions& o, std::FILE* log) {
+  if (o.tensor_parallel_size > 1) return load_sharded_target(files, o, log);
   std::shared_ptr<ops::Backend> backend;
   try {
     backend = ops::make_backend(o.device);

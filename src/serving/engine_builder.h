@@ -40,6 +40,10 @@ struct EngineOptions {
   int64_t max_num_seqs = engine::EngineConfig{}.max_running;                      // sequences running at once
   int64_t max_num_batched_tokens = engine::EngineConfig{}.max_tokens_per_step;  // rows of one forward
   bool enforce_eager = false;  // no recorded graphs (CUDA): every step launches its kernels
+  // Ranks the target and drafter are split over (--tensor-parallel-size;
+  // model/tensor_parallel.h): threads with CPU backends on cpu, one GPU each
+  // over NCCL on cuda. 1: no splitting, today's single-backend path.
+  int tensor_parallel_size = 1;
   // Longest prompt + output any request will have, for sizing the KV pool;
   // 0: max_model_len (a server). The CLI knows its prompts and asks for less.
   int64_t positions_per_seq = 0;
@@ -78,7 +82,8 @@ struct LoadedEngine {
 LoadedEngine build_engine(ModelFiles files, const EngineOptions& options, std::FILE* log = stderr);
 LoadedEngine build_engine(const EngineOptions& options, std::FILE* log = stderr);  // reads options.model first
 
-// The target's weights on the backend options.device names.
+// The target's weights on the backend options.device names (split over
+// options.tensor_parallel_size ranks when > 1: rank 0's shard, owning the rest).
 std::unique_ptr<model::Qwen3Model> load_target(const ModelFiles& files, const EngineOptions& options, std::FILE* log);
 // options.speculative's drafter for `target`; null when it names none.
 std::unique_ptr<model::DFlashDrafter> load_drafter(const EngineOptions& options, const model::Qwen3Model& target,

@@ -77,7 +77,9 @@ __global__ void __launch_bounds__(kThreads)
   if (lane != 0) return;
   out[blockIdx.x * ld_out] = offset + (best_i == INT_MAX ? 0 : best_i);
   // argmax_key: the value's word next to the index (ops/argmax_key.h).
-  if (key) out[blockIdx.x * ld_out + 1] = static_cast<int32_t>(best_i == INT_MAX ? 0xffffffffu : argmax_key::high_word(best));
+  if (key)
+    out[blockIdx.x * ld_out + 1] =
+        static_cast<int32_t>(best_i == INT_MAX ? 0xffffffffu : argmax_key::high_word(best));
 }
 
 template <class T>

@@ -1,0 +1,124 @@
+// The split forward (model/tensor_parallel.h) on thread ranks against one
+// rank: logits of a batched prefill then decode of two requests, for the
+// tiny Qwen3 (tied head; 2 KV heads: split over 2 ranks, each held by two
+// ranks of 4) and the tiny Llama (q/k/v/o biases, untied head, 1 KV head
+// held by every rank). The sums over ranks add partial dot products in
+// another order, so logits agree to f32 rounding, and the split greedy
+// argmax equals the whole row's.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "core/error.h"
+#include "io/checkpoint.h"
+#include "io/model_config.h"
+#include "model/qwen3_model.h"
+#include "ops/backend_factory.h"
+#include "ops/ops.h"
+#include "parallel/rank_threads.h"
+
+namespace flashdraft::model {
+namespace {
+
+struct Result {
+  std::vector<float> logits;   // both steps' rows, [rows, vocab]
+  std::vector<int32_t> argmax;  // Qwen3Model::argmax of each row
+};
+
+// Step 1: request 0 prefills 7 tokens, request 1 5 tokens (every row's
+// logits); step 2: one decode row each.
+Result run(const std::string& name, int ranks) {
+  const auto dir = std::filesystem::path(FD_FIXTURES_DIR) / name;
+  const auto ckpt = io::Checkpoint::open(dir);
+  const auto cfg = io::load_model_config(dir);
+  std::unique_ptr<Qwen3Model> root =
+      ranks == 1 ? Qwen3Model::load(ckpt, cfg)
+                 : Qwen3Model::load_sharded(&ckpt, cfg, ops::make_rank_backends("cpu", ranks),
+                                            parallel::make_group("cpu", ranks));
+  std::vector<Qwen3Model*> shards{root.get()};
+  std::vector<parallel::Communicator*> comms{root->shard().comm};
+  for (const auto& p : root->peers()) {
+    shards.push_back(p.get());
+    comms.push_back(p->shard().comm);
+  }
+  const int64_t V = cfg.vocab_size;
+  const std::vector<int32_t> t0{0, 1}, t1{2, 3};
+  const std::vector<int32_t> prefill{5, 17, 99, 3, 250, 8, 41, 7, 300, 2, 64, 11}, decode{77, 123};
+  BatchContext step1, step2;
+  step1.seqs = {SeqSlice{0, 7, 0, t0, true}, SeqSlice{7, 5, 0, t1, true}};
+  step2.seqs = {SeqSlice{0, 1, 7, t0, true}, SeqSlice{1, 1, 5, t1, true}};
+  Result out;
+  const auto body = [&](int r) {
+    Qwen3Model& m = *shards[static_cast<size_t>(r)];
+    ops::Backend& be = m.backend();
+    KVPool pool(be, 4, 16, m.kv_layers());
+    for (const auto* step : {&step1, &step2}) {
+      m.run_batch(step == &step1 ? prefill : decode, *step, pool);
+      const int64_t rows = m.logits_tensor().rows;
+      auto tokens = be.alloc_tensor(ops::DType::I32, rows, 1);
+      m.argmax(m.logits_tensor(), tokens.t);
+      m.gather_logits();
+      EXPECT_EQ(m.logits_tensor().cols, V);
+      if (r != 0) continue;
+      std::vector<float> l(static_cast<size_t>(rows * V));
+      be.download(m.logits_tensor(), l.data());
+      out.logits.insert(out.logits.end(), l.begin(), l.end());
+      std::vector<int32_t> a(static_cast<size_t>(rows));
+      be.download_i32(tokens.t, a.data());
+      out.argmax.insert(out.argmax.end(), a.begin(), a.end());
+    }
+  };
+  if (ranks == 1) {
+    body(0);
+  } else {
+    parallel::RankThreads threads(comms);
+    threads.run(body);
+  }
+  return out;
+}
+
+class SplitForward : public ::testing::TestWithParam<std::tuple<const char*, int>> {};
+
+TEST_P(SplitForward, MatchesOneRank) {
+  const auto [name, ranks] = GetParam();
+  const Result one = run(name, 1), split = run(name, ranks);
+  ASSERT_EQ(split.logits.size(), one.logits.size());
+  ASSERT_EQ(one.logits.size(), 14u * static_cast<size_t>(io::load_model_config(
+                                          std::filesystem::path(FD_FIXTURES_DIR) / name).vocab_size));
+  double max_ref = 0, max_diff = 0;
+  for (size_t i = 0; i < one.logits.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(split.logits[i])) << i;
+    max_ref = std::max(max_ref, std::abs(static_cast<double>(one.logits[i])));
+    max_diff = std::max(max_diff, std::abs(static_cast<double>(split.logits[i]) - one.logits[i]));
+  }
+  EXPECT_LT(max_diff, 1e-5 * max_ref) << "max |logit| " << max_ref;
+  EXPECT_EQ(split.argmax, one.argmax);
+  // The split argmax is the argmax of the gathered rows (same tie rule).
+  const int64_t V = static_cast<int64_t>(split.logits.size() / split.argmax.size());
+  for (size_t r = 0; r < split.argmax.size(); ++r)
+    EXPECT_EQ(split.argmax[r], ops::cpu::argmax(split.logits.data() + r * V, V)) << r;
+}
+
+INSTANTIATE_TEST_SUITE_P(Tiny, SplitForward,
+                         ::testing::Combine(::testing::Values("tiny-qwen3", "tiny-llama"), ::testing::Values(2, 4)),
+                         [](const auto& info) {
+                           std::string n = std::get<0>(info.param);
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n + "_" + std::to_string(std::get<1>(info.param)) + "ranks";
+                         });
+
+TEST(SplitForward, OneRequestConveniencesRefuseAShard) {
+  const auto dir = std::filesystem::path(FD_FIXTURES_DIR) / "tiny-qwen3";
+  const auto ckpt = io::Checkpoint::open(dir);
+  auto m = Qwen3Model::load_sharded(&ckpt, io::load_model_config(dir), ops::make_rank_backends("cpu", 2),
+                                    parallel::make_group("cpu", 2));
+  auto cache = m->new_cache();
+  std::vector<float> logits;
+  const std::vector<int32_t> ids{1, 2};
+  EXPECT_THROW(m->forward(ids, cache, logits), flashdraft::Error);  // it would wait for the other rank forever
+}
+
+}  // namespace
+}  // namespace flashdraft::model
