@@ -46,7 +46,7 @@ double rate(double tokens, double seconds) { return seconds > 0 ? tokens / secon
 
 void run_batch(const GenerateOptions& o, const SamplingFlags& flags, serving::EngineOptions options) {
   std::vector<PromptEntry> entries = read_prompts_file(o.prompts_file);
-  serving::ModelFiles model = serving::read_model_files(o.model_dir);
+  serving::ModelFiles model = serving::read_model_files(options.model);
   engine::SamplingParams params = resolve_sampling(model.defaults, flags);
   const uint64_t seed = params.seed ? *params.seed : std::random_device{}();
 
@@ -63,7 +63,6 @@ void run_batch(const GenerateOptions& o, const SamplingFlags& flags, serving::En
     if (!out) throw UsageError(fmt::format("--output {}: cannot write the file", o.output));
   }
 
-  options.max_num_seqs = o.concurrency;
   options.positions_per_seq = longest + std::max(params.max_tokens, 1);
   serving::LoadedEngine loaded = serving::build_engine(std::move(model), options);
   engine::Engine* engine = loaded.engine.get();
@@ -105,7 +104,7 @@ void run_batch(const GenerateOptions& o, const SamplingFlags& flags, serving::En
       "total: {} requests, {} prompt tokens, {} generated tokens in {:.2f} s ({:.1f} tok/s), concurrency {}, "
       "{} engine steps, {} preemptions",
       jobs.size(), prompt_total, generated_total, seconds, rate(static_cast<double>(generated_total), seconds),
-      o.concurrency, engine->steps(), engine->preemptions());
+      options.max_num_seqs, engine->steps(), engine->preemptions());
   if (loaded.drafter) total += ", dflash " + engine->stats().summary();
   if (params.temperature > 0) total += fmt::format(", seed {}", seed);
   fmt::print("{}\n", total);

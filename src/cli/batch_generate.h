@@ -9,8 +9,8 @@
 
 namespace flashdraft::cli {
 
-// engine: the engine flags (engine_options); max_num_seqs and the KV pool's
-// positions_per_seq come from --concurrency and the prompts.
+// engine: the engine flags as the builder takes them (max_num_seqs is
+// --concurrency); the KV pool's positions_per_seq comes from the prompts.
 void run_batch(const GenerateOptions& options, const SamplingFlags& flags, serving::EngineOptions engine);
 
 }  // namespace flashdraft::cli

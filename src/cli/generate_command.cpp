@@ -40,7 +40,6 @@ void check_batch_flags(const GenerateOptions& o) {
     throw UsageError(
         "--prompts-file runs the prompts of a file; do not combine it with --prompt, --prompt-file "
         "or --prompt-ids");
-  if (o.concurrency < 1) throw UsageError(fmt::format("--concurrency: must be >= 1, got {}", o.concurrency));
   if (o.seed_option->count() > 0 && o.seed < 0) throw UsageError(fmt::format("--seed: must be >= 0, got {}", o.seed));
   if (!o.chat && o.system_option->count() > 0)
     throw UsageError("--system needs --chat (the system message goes into the chat template)");
@@ -48,7 +47,7 @@ void check_batch_flags(const GenerateOptions& o) {
 }
 
 void check_prompt_source(const GenerateOptions& o) {
-  if (o.concurrency_option->count() > 0 || o.output_option->count() > 0)
+  if (o.engine.max_num_seqs_option->count() > 0 || o.output_option->count() > 0)
     throw UsageError(
         "--concurrency (--max-num-seqs) and --output belong to batch mode; they need --prompts-file FILE");
   int given = static_cast<int>(o.prompt_option->count() > 0) + static_cast<int>(o.prompt_file_option->count() > 0) +
@@ -123,13 +122,7 @@ CLI::App* add_generate_command(CLI::App& app, GenerateOptions& o) {
       "min-p 0). Generation ends at an end-of-sequence token (from generation_config.json, config.json or\n"
       "tokenizer_config.json), a stop string, --max-tokens, or the model's context length. A summary line\n"
       "(token counts, speeds, stop reason) goes to stderr.");
-  cmd->add_option("--model", o.model_dir,
-                  "Model directory (config.json, safetensors, tokenizer.json), or a Hugging Face hub id ORG/NAME "
-                  "(from the local cache, downloaded into it when absent)")
-      ->required()
-      ->type_name("DIR|ID");
-  cmd->add_option("--revision", o.revision, "With a hub id: the branch, tag or commit (default: main)")
-      ->type_name("REV");
+  serving::add_engine_flags(*cmd, o.engine, "--concurrency,--max-num-seqs");
   o.prompt_option = cmd->add_option("--prompt", o.prompt, "Prompt text")->type_name("TEXT");
   o.prompt_file_option =
       cmd->add_option("--prompt-file", o.prompt_file, "Read the prompt text from this file")->type_name("FILE");
@@ -189,61 +182,14 @@ CLI::App* add_generate_command(CLI::App& app, GenerateOptions& o) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_flag("--ignore-eos", o.ignore_eos,
                 "Keep generating past end-of-sequence tokens, up to --max-tokens (default: off)");
-  o.draft_model_option =
-      cmd->add_option("--draft-model", o.draft_model,
-                      "DFlash drafter directory or hub id: speculative decoding; greedy output is token-identical "
-                      "to plain decoding, sampled output has the same distribution (default: none)")
-          ->type_name("DIR");
-  o.num_speculative_tokens_option =
-      cmd->add_option("--num-speculative-tokens", o.num_speculative_tokens,
-                      "Draft tokens per step, 1 .. the drafter's block_size - 1 (default: block_size - 1)")
-          ->type_name("N");
-  o.speculative_config_option =
-      cmd->add_option("--speculative-config", o.speculative_config,
-                      "vLLM spelling of the two above: "
-                      "'{\"method\":\"dflash\",\"model\":\"DIR\",\"num_speculative_tokens\":15}'")
-          ->type_name("JSON");
-  cmd->add_flag("--no-adaptive-speculation", o.no_adaptive_speculation,
-                "Draft --num-speculative-tokens every step; by default each request's draft length is chosen "
-                "every step (0 .. that many) from measured step costs and its acceptance so far "
-                "(also \"adaptive\":false in --speculative-config)");
   cmd->add_flag("--no-special", [&o](int64_t) { o.special = false; },
                 "Read special tokens written in the prompt (e.g. <|im_start|>) as plain text; by default they "
                 "become their ids, as Hugging Face tokenizers and vLLM do");
-  cmd->add_flag("--enforce-eager", o.enforce_eager,
-                "CUDA: launch every kernel of every step instead of replaying recorded graphs (slower; for debugging)");
-  cmd->add_option("--device", o.device,
-                  "Where the model runs: cuda, cpu, or auto = cuda when a GPU is visible, else cpu (default: auto)")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
-      ->type_name("DEVICE");
-  cmd->add_option("--load-format", o.load_format,
-                  "auto: the directory's safetensors; dummy: random weights of the config's exact shapes, "
-                  "for timing real-size models without their checkpoint (default: auto)")
-      ->check(CLI::IsMember({"auto", "dummy"}))
-      ->type_name("FORMAT");
-  cmd->add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
-                  "Fraction of the GPU memory left free after loading the weights that the KV cache may take "
-                  "(default: 0.9)")
-      ->check(CLI::Range(0.01, 1.0))
-      ->type_name("FRACTION");
-  cmd->add_option("--max-model-len", o.max_model_len,
-                  "Longest prompt + output a request may have (default: the model's max_position_embeddings)")
-      ->check(CLI::PositiveNumber)
-      ->type_name("N");
-  cmd->add_option("--max-num-batched-tokens", o.max_num_batched_tokens,
-                  fmt::format("Most tokens (prefill chunks and verify rows) one forward pass runs (default: {})",
-                              serving::EngineOptions().max_num_batched_tokens))
-      ->check(CLI::PositiveNumber)
-      ->type_name("N");
   o.prompts_file_option =
       cmd->add_option("--prompts-file", o.prompts_file,
                       "Batch mode: run every prompt of this jsonl file (HumanEval format, or {\"prompt\": ...} "
                       "lines) concurrently; prints per-request and total statistics")
           ->type_name("FILE");
-  o.concurrency_option =
-      cmd->add_option("--concurrency,--max-num-seqs", o.concurrency,
-                      "Batch mode: requests running at once (default: 8)")
-          ->type_name("N");
   o.output_option =
       cmd->add_option("--output", o.output,
                       "Batch mode: write each completion as a jsonl line to FILE (default: statistics only)")
@@ -251,22 +197,7 @@ CLI::App* add_generate_command(CLI::App& app, GenerateOptions& o) {
   return cmd;
 }
 
-serving::EngineOptions engine_options(const GenerateOptions& o, const serving::SpeculativeSetup& spec) {
-  serving::EngineOptions e;
-  e.model = o.model_dir;
-  e.speculative = spec;
-  if (o.no_adaptive_speculation) e.speculative.adaptive = false;
-  e.device = o.device;
-  e.load_format = o.load_format;
-  e.gpu_memory_utilization = o.gpu_memory_utilization;
-  e.enforce_eager = o.enforce_eager;
-  e.max_model_len = o.max_model_len;
-  if (o.max_num_batched_tokens > 0) e.max_num_batched_tokens = o.max_num_batched_tokens;
-  return e;
-}
-
-void run_generate(const GenerateOptions& given) {
-  GenerateOptions o = given;  // model_dir becomes a directory once usage checks pass
+void run_generate(const GenerateOptions& o) {
   // Usage mistakes first, then the model directories, then the (slow) weights.
   const bool batch = o.prompts_file_option->count() > 0;
   if (batch) {
@@ -287,19 +218,13 @@ void run_generate(const GenerateOptions& given) {
   flags.stop = o.stop;
   flags.ignore_eos = o.ignore_eos;
   check_sampling_flags(flags);
-  const serving::SpeculativeSetup spec = serving::speculative_setup(
-      if_given(o.draft_model_option, o.draft_model), if_given(o.num_speculative_tokens_option, o.num_speculative_tokens),
-      if_given(o.speculative_config_option, o.speculative_config), o.load_format != "dummy");
-  o.model_dir = serving::resolve_model("--model", o.model_dir, {.tokenizer = true, .weights = o.load_format != "dummy"},
-                                       o.revision)
-                    .string();
-  serving::EngineOptions options = engine_options(o, spec);
+  serving::EngineOptions options = serving::engine_options(o.engine);
   if (batch) {
     run_batch(o, flags, options);
     return;
   }
   PromptInput input = read_prompt(o);
-  serving::ModelFiles model = serving::read_model_files(o.model_dir);
+  serving::ModelFiles model = serving::read_model_files(options.model);
   engine::SamplingParams params = resolve_sampling(model.defaults, flags);
   if (!params.seed) params.seed = std::random_device{}();
   std::vector<int32_t> prompt = prompt_tokens(o, input, model);

@@ -12,15 +12,11 @@
 #include "core/error.h"
 #include "server/http_server.h"
 #include "server/serving_model.h"
+#include "server/stop_signals.h"
 #include "serving/model_dir.h"
 
 namespace flashdraft::server {
 namespace {
-
-template <typename T>
-std::optional<T> if_given(const CLI::Option* option, const T& value) {
-  return option->count() > 0 ? std::optional<T>(value) : std::nullopt;
-}
 
 void check_flags(ServeOptions& o) {
   ServerOptions& s = o.server;
@@ -56,24 +52,7 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
       "/health (503 while loading, then 200), /metrics (Prometheus, vLLM's names), /version, POST /tokenize,\n"
       "/detokenize. With an API key, /v1 routes need 'Authorization: Bearer KEY'. SIGTERM or Ctrl-C stops\n"
       "gracefully. Sampling defaults come from the model's generation_config.json.");
-  cmd->add_option("--model", o.engine.model,
-                  "Model directory (config.json, safetensors, tokenizer.json), or a Hugging Face hub id ORG/NAME "
-                  "(from the local cache, downloaded into it when absent)")
-      ->required()
-      ->type_name("DIR|ID");
-  cmd->add_option("--revision", o.revision, "With a hub id: the branch, tag or commit (default: main)")
-      ->type_name("REV");
-  o.speculative_config_option =
-      cmd->add_option("--speculative-config", o.speculative_config,
-                      "DFlash drafter: '{\"method\":\"dflash\",\"model\":\"DIR\",\"num_speculative_tokens\":15}'")
-          ->type_name("JSON");
-  o.draft_model_option =
-      cmd->add_option("--draft-model", o.draft_model, "The drafter directory or hub id, instead of --speculative-config")
-          ->type_name("DIR");
-  o.num_speculative_tokens_option =
-      cmd->add_option("--num-speculative-tokens", o.num_speculative_tokens,
-                      "With --draft-model: draft tokens per step (default: the drafter's block_size - 1)")
-          ->type_name("N");
+  serving::add_engine_flags(*cmd, o.engine);
   cmd->add_option("--host", o.server.host, "Address to listen on (default: 127.0.0.1)")->type_name("ADDR");
   cmd->add_option("--port", o.server.port, "Port to listen on; 0 picks a free one (default: 8000)")->type_name("PORT");
   cmd->add_option("--api-key", o.server.api_key,
@@ -83,28 +62,6 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
   cmd->add_option("--served-model-name", o.server.served_model_name,
                   "The model name clients send and see (default: --model as given)")
       ->type_name("NAME");
-  cmd->add_option("--max-model-len", o.engine.max_model_len,
-                  "Longest prompt + completion, in tokens (default: the model's context length)")
-      ->type_name("N");
-  cmd->add_option("--max-num-seqs", o.engine.max_num_seqs,
-                  fmt::format("Requests running at once; more wait (default: {})", o.engine.max_num_seqs))
-      ->type_name("N");
-  cmd->add_option("--max-num-batched-tokens", o.engine.max_num_batched_tokens,
-                  fmt::format("Tokens one engine step processes (default: {})", o.engine.max_num_batched_tokens))
-      ->type_name("N");
-  cmd->add_flag("--enforce-eager", o.engine.enforce_eager,
-                "CUDA: launch every kernel of every step instead of replaying recorded graphs (slower; for debugging)");
-  cmd->add_option("--device", o.engine.device, "cuda, cpu, or auto = cuda when a GPU is visible (default: auto)")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
-      ->type_name("DEVICE");
-  cmd->add_option("--load-format", o.engine.load_format,
-                  "auto: the directory's safetensors; dummy: random weights (default: auto)")
-      ->check(CLI::IsMember({"auto", "dummy"}))
-      ->type_name("FORMAT");
-  cmd->add_option("--gpu-memory-utilization", o.engine.gpu_memory_utilization,
-                  "Share of the GPU's free memory the KV cache may take (default: 0.9)")
-      ->check(CLI::Range(0.01, 1.0))
-      ->type_name("FRACTION");
   cmd->add_flag("--enable-auto-tool-choice", o.server.enable_auto_tool_choice,
                 "Let the model call the request's tools (tool_choice \"auto\"); needs --tool-call-parser");
   cmd->add_option("--tool-call-parser", o.server.tool_call_parser,
@@ -131,26 +88,11 @@ void run_serve(ServeOptions& o) {
               "(apt-get install libcpp-httplib-dev, then rebuild)");
 #else
   check_flags(o);
-  o.engine.speculative =
-      serving::speculative_setup(if_given(o.draft_model_option, o.draft_model),
-                                 if_given(o.num_speculative_tokens_option, o.num_speculative_tokens),
-                                 if_given(o.speculative_config_option, o.speculative_config),
-                                 o.engine.load_format != "dummy");
-  o.engine.model = serving::resolve_model("--model", o.engine.model,
-                                          {.tokenizer = true, .weights = o.engine.load_format != "dummy"}, o.revision)
-                       .string();
+  const serving::EngineOptions engine_options = serving::engine_options(o.engine);
   // The small files first: a wrong --model fails before anything listens.
-  serving::ModelFiles files = serving::read_model_files(o.engine.model);
+  serving::ModelFiles files = serving::read_model_files(engine_options.model);
 
-  // Signals go to a waiting thread, never to a worker mid-request: block
-  // them before any thread starts (threads inherit the mask).
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  // A client that hangs up mid-write must not kill the server.
-  signal(SIGPIPE, SIG_IGN);
+  StopSignals stop_signals;
 
   HttpServer server(o.server);
   const int port = server.start();
@@ -162,7 +104,7 @@ void run_serve(ServeOptions& o) {
   std::string load_error;
   std::thread loader([&] {
     try {
-      server.set_ready(make_serving_model(serving::build_engine(std::move(files), o.engine, stderr)));
+      server.set_ready(make_serving_model(serving::build_engine(std::move(files), engine_options, stderr)));
       fmt::print(stderr, "flashdraft: ready; serving {} on http://{}:{}\n", o.server.served_model_name,
                  o.server.host, port);
       std::fflush(stderr);
@@ -175,8 +117,7 @@ void run_serve(ServeOptions& o) {
 
   int signal_number = 0;
   while (!failed) {
-    timespec tick{0, 200'000'000};
-    signal_number = sigtimedwait(&stop_signals, nullptr, &tick);
+    signal_number = stop_signals.wait(std::chrono::milliseconds(200));
     if (signal_number > 0) break;
   }
   if (failed) {

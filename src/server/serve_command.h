@@ -6,18 +6,13 @@
 #include <string>
 
 #include "server/server_options.h"
-#include "serving/engine_builder.h"
+#include "serving/engine_flags.h"
 
 namespace flashdraft::server {
 
 struct ServeOptions {
-  serving::EngineOptions engine;
+  serving::EngineFlags engine;  // the engine flags `generate` shares
   ServerOptions server;
-  std::string draft_model, speculative_config;
-  std::string revision = "main";  // --revision: of --model when it is a hub id
-  int num_speculative_tokens = 0;
-  const CLI::Option *draft_model_option = nullptr, *speculative_config_option = nullptr,
-                    *num_speculative_tokens_option = nullptr;
   double shutdown_timeout = 10;  // seconds in-flight requests get on SIGTERM before they are aborted
 };
 
