@@ -3,16 +3,22 @@
 // the HumanEval prompts, greedy, plus one long-context point (prompts padded
 // with earlier HumanEval prompts to --long-context tokens). At each point the
 // three methods run back to back, in an order that rotates from point to
-// point, so that a machine whose speed drifts favours none of them.
+// point, so that a machine whose speed drifts favours none of them. With
+// --repeats N each point runs N rounds of the three (the order rotating
+// again), and the table shows each method's median with its spread.
+// Start-up (graph capture, adaptive's calibration) is not in tokens/s, as a
+// server pays it once; the table lists adaptive's calibration time.
 //
 // Prints a markdown table and writes one CSV line per run (--csv FILE) for
 // bench/plot_adaptive.py. Not a test: numbers depend on the machine.
 //
-//   build/bench/bench_adaptive [--models DIR] [--prompts FILE] [--limit N] [--max-tokens N]
-//       [--concurrency 1,2,4,8,16] [--drafter drafter-full] [--num-speculative-tokens 15]
-//       [--long-context 1900] [--long-concurrency 4] [--long-limit 16] [--csv FILE]
+//   build/bench/bench_adaptive [--device cpu|cuda] [--models DIR] [--prompts FILE] [--limit N]
+//       [--max-tokens N] [--concurrency 1,2,4,8,16] [--drafter drafter-full] [--num-speculative-tokens 15]
+//       [--long-context 1900] [--long-concurrency 4] [--long-limit 16] [--repeats 1]
+//       [--max-num-batched-tokens 512] [--csv FILE]
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -21,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_args.h"
 #include "engine/llm_engine.h"
 #include "serving/engine_builder.h"
 
@@ -35,47 +42,45 @@ struct Run {
   double tok_s() const { return static_cast<double>(tokens) / seconds; }
 };
 
-std::vector<int64_t> parse_list(const std::string& s) {
-  std::vector<int64_t> out;
-  size_t at = 0;
-  while (at < s.size()) {
-    size_t comma = s.find(',', at);
-    if (comma == std::string::npos) comma = s.size();
-    out.push_back(std::stoll(s.substr(at, comma - at)));
-    at = comma + 1;
-  }
-  return out;
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0.0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string models = FD_SOURCE_DIR "/models", drafter_name = "drafter-full", csv;
+  std::string models = FD_SOURCE_DIR "/models", drafter_name = "drafter-full", csv, device = "cpu";
   std::string prompts_file = FD_SOURCE_DIR "/../shared/datasets/humaneval.jsonl";
   int64_t limit = 0, max_tokens = 64, k = 15, long_context = 1900, long_concurrency = 4, long_limit = 16;
+  int64_t repeats = 1, batched_tokens = 512;
   std::vector<int64_t> concurrency = {1, 2, 4, 8, 16};
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i], value = argv[i + 1];
+  const bool flags_ok = bench::parse_flags("bench_adaptive", argc, argv, [&](const std::string& flag,
+                                                                             const std::string& value) {
     if (flag == "--models") models = value;
     else if (flag == "--prompts") prompts_file = value;
     else if (flag == "--limit") limit = std::stoll(value);
     else if (flag == "--max-tokens") max_tokens = std::stoll(value);
-    else if (flag == "--concurrency") concurrency = parse_list(value);
+    else if (flag == "--concurrency") concurrency = bench::parse_list(value);
     else if (flag == "--drafter") drafter_name = value;
     else if (flag == "--num-speculative-tokens") k = std::stoll(value);
     else if (flag == "--long-context") long_context = std::stoll(value);
     else if (flag == "--long-concurrency") long_concurrency = std::stoll(value);
     else if (flag == "--long-limit") long_limit = std::stoll(value);
     else if (flag == "--csv") csv = value;
-    else {
-      fmt::print(stderr, "bench_adaptive: unknown flag {}\n", flag);
-      return 2;
-    }
-  }
+    else if (flag == "--device") device = value;
+    else if (flag == "--repeats") repeats = std::max<int64_t>(1, std::stoll(value));
+    else if (flag == "--max-num-batched-tokens") batched_tokens = std::stoll(value);
+    else return false;
+    return true;
+  });
+  if (!flags_ok) return 2;
   try {
     serving::ModelFiles files = serving::read_model_files(models + "/target");
     serving::EngineOptions options;
-    options.device = "cpu";
+    options.device = device;
+    options.max_num_batched_tokens = batched_tokens;
     auto target = serving::load_target(files, options, stderr);
     serving::EngineOptions d = options;
     d.speculative.draft_model = models + "/" + drafter_name;
@@ -112,7 +117,7 @@ int main(int argc, char** argv) {
                          size_t rotation) {
       size_t longest = 0;
       for (const auto& p : ps) longest = std::max(longest, p.size());
-      for (size_t m = 0; m < methods.size(); ++m) {
+      for (size_t m = 0; m < methods.size() * static_cast<size_t>(repeats); ++m) {
         const std::string method = methods[(m + rotation) % methods.size()];
         serving::EngineOptions o = options;
         o.max_num_seqs = c;
@@ -143,27 +148,42 @@ int main(int argc, char** argv) {
         fmt::print(stderr, "{} c={} {}: {:.1f} tok/s ({} tokens, {:.1f} s, {} steps, calibration {:.0f} ms){}\n", point,
                    c, method, r.tok_s(), r.tokens, r.seconds, engine->steps(), r.calibration_ms,
                    dr ? fmt::format(", tau {:.2f}, {}", r.tau, engine->stats().lengths_summary()) : std::string());
+        if (method == "adaptive") fmt::print(stderr, "  step costs: {}\n", engine->step_costs()->describe());
       }
     };
     size_t rotation = 0;
     for (int64_t c : concurrency) run_point("humaneval", c, prompts, rotation++);
     if (long_limit > 0) run_point("long", long_concurrency, long_prompts, rotation++);
 
-    fmt::print("| point | concurrency | plain tok/s | fixed-{} tok/s | adaptive tok/s | adaptive / best | mean draft length |\n", k);
-    fmt::print("|---|---|---|---|---|---|---|\n");
-    for (size_t i = 0; i + 2 < runs.size(); i += 3) {
-      double by[3] = {0, 0, 0};
-      double mean = 0;
-      for (size_t j = i; j < i + 3; ++j)
-        for (size_t m = 0; m < 3; ++m)
+    // Medians per point and method; the spread is (max - min) / median.
+    const bool spread = repeats > 1;
+    fmt::print("| point | concurrency | plain tok/s | fixed-{} tok/s | adaptive tok/s | adaptive / best | mean draft length | "
+               "calibration ms |\n",
+               k);
+    fmt::print("|---|---|---|---|---|---|---|---|\n");
+    const size_t per_point = 3 * static_cast<size_t>(repeats);
+    for (size_t i = 0; i + per_point <= runs.size(); i += per_point) {
+      double by[3] = {0, 0, 0}, range[3] = {0, 0, 0};
+      double mean = 0, calibration = 0;
+      for (size_t m = 0; m < 3; ++m) {
+        std::vector<double> t, d, cal;
+        for (size_t j = i; j < i + per_point; ++j)
           if (runs[j].method == methods[m]) {
-            by[m] = runs[j].tok_s();
-            if (m == 2) mean = runs[j].mean_draft;
+            t.push_back(runs[j].tok_s());
+            d.push_back(runs[j].mean_draft);
+            cal.push_back(runs[j].calibration_ms);
           }
+        by[m] = median(t);
+        range[m] = (*std::max_element(t.begin(), t.end()) - *std::min_element(t.begin(), t.end())) / by[m];
+        if (m == 2) mean = median(d), calibration = median(cal);
+      }
+      auto cell = [&](size_t m) {
+        return spread ? fmt::format("{:.1f} ±{:.0f}%", by[m], 50 * range[m]) : fmt::format("{:.1f}", by[m]);
+      };
       const std::string point =
           runs[i].point == "long" ? fmt::format("long ({} tokens)", runs[i].context) : std::string("HumanEval");
-      fmt::print("| {} | {} | {:.1f} | {:.1f} | {:.1f} | {:.2f}x | {:.1f} |\n", point, runs[i].concurrency, by[0], by[1],
-                 by[2], by[2] / std::max(by[0], by[1]), mean);
+      fmt::print("| {} | {} | {} | {} | {} | {:.2f}x | {:.1f} | {:.0f} |\n", point, runs[i].concurrency, cell(0),
+                 cell(1), cell(2), by[2] / std::max(by[0], by[1]), mean, calibration);
     }
     if (!csv.empty()) {
       std::ofstream out(csv);

@@ -1,11 +1,12 @@
 #!/usr/bin/python3
 """Plots bench_adaptive's CSV: output tokens/s against concurrency for plain,
-fixed-length DFlash and adaptive speculation, with the long-context point
-beside it.
+fixed-length DFlash and adaptive speculation (medians of repeated runs),
+with the long-context point beside it.
 
     python3 bench/plot_adaptive.py RESULTS.csv OUT.png [TITLE]
 """
 import csv
+import statistics
 import sys
 
 import matplotlib
@@ -18,8 +19,21 @@ STYLE = {"plain": ("plain decoding", "tab:gray", "o"),
          "adaptive": ("DFlash, adaptive draft length", "tab:blue", "^")}
 
 
+def medians(rows):
+    """One row per (point, concurrency, method): the median tok/s of its runs (--repeats)."""
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["point"], r["concurrency"], r["method"]), []).append(r)
+    out = []
+    for group in groups.values():
+        row = dict(group[0])
+        row["tok_s"] = statistics.median(float(r["tok_s"]) for r in group)
+        out.append(row)
+    return out
+
+
 def main():
-    rows = list(csv.DictReader(open(sys.argv[1])))
+    rows = medians(list(csv.DictReader(open(sys.argv[1]))))
     title = sys.argv[3] if len(sys.argv) > 3 else "flashdraft, shipped pair, greedy HumanEval"
     fig, (ax, ax_long) = plt.subplots(1, 2, figsize=(10, 4.2), gridspec_kw={"width_ratios": [3, 1]})
     for method, (label, color, marker) in STYLE.items():

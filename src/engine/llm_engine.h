@@ -18,9 +18,13 @@
 // (step_cost_model.h: calibrated at construction by a few dummy steps,
 // cost_calibration.h, then fitted to every step's measured time) and each
 // request's acceptance estimate (acceptance_estimate.h, fed by every verify).
-// A request drafting 0 still gets its drafter context written, so it can
-// draft again any later step. Fixed-length requests (adaptive off for the
-// engine or the request) always draft num_speculative_tokens.
+// Where the backend replays recorded decode steps, one length for all the
+// step's adaptive requests (a mixed step would run eagerly). A request
+// drafting 0 costs what plain decoding costs: its drafter context is written
+// later, in one batch, before anyone drafts again (ModelRunner::
+// write_context), so it can draft again any later step. Fixed-length
+// requests (adaptive off for the engine or the request) always draft
+// num_speculative_tokens.
 //
 // A finished request's record stays until take_result() hands it over, so a
 // long-running loop that takes every result keeps no per-request state.

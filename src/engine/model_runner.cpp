@@ -68,6 +68,7 @@ ModelRunner::ModelRunner(model::Qwen3Model& target, model::DFlashDrafter* drafte
     model::grow_tensor(be, tap_row_ids_, ops::DType::I32, rows, 1);
     const auto taps = static_cast<int64_t>(drafter_->config().target_layer_ids.size());
     model::grow_tensor(be, ctx_taps_, be.activation_dtype(), rows, taps * target_.config().hidden_size);
+    model::grow_tensor(be, pending_taps_, be.activation_dtype(), rows, taps * target_.config().hidden_size);
   }
 }
 
@@ -121,6 +122,11 @@ GraphCaptureReport ModelRunner::capture_graphs() {
 void ModelRunner::run(const StepPlan& plan, const BlockManager& blocks) {
   if (ranks_ && !dispatching_) return on_every_rank([&](ModelRunner& r) { r.run(plan, blocks); });
   const auto t0 = std::chrono::steady_clock::now();
+  // Rows waiting for their drafter context go in before anyone drafts.
+  if (!pending_.empty() && std::any_of(plan.entries.begin(), plan.entries.end(), [](const ScheduledRequest& e) {
+        return e.kind == ScheduledRequest::Kind::Decode && e.rows > 1;
+      }))
+    flush_context(blocks);
   const size_t n = plan.entries.size();
   std::vector<Seq> seqs;
   seqs.reserve(n);
@@ -374,21 +380,71 @@ void ModelRunner::write_context(const StepPlan& plan, std::span<const int64_t> k
     std::chrono::steady_clock::time_point t0;
     ~AddHostTime() { total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
   } add{host_seconds_, t0};
-  ops::Backend& be = target_.backend();
   model::BatchContext ctx;
   tap_rows_.clear();
+  std::vector<Pending> deferred;
+  std::vector<int32_t> deferred_rows;
   for (size_t i = 0; i < plan.entries.size(); ++i) {
     const ScheduledRequest& e = plan.entries[i];
     if (keep[i] <= 0) continue;
+    if (e.kind == ScheduledRequest::Kind::Decode && e.rows == 1) {  // drafted nothing: its row waits
+      deferred.push_back({e.request->id, e.pos0});
+      deferred_rows.push_back(static_cast<int32_t>(row_begin_[i]));
+      continue;
+    }
     ctx.seqs.push_back({static_cast<int64_t>(tap_rows_.size()), keep[i], e.pos0, blocks.table(e.request->id), false});
     for (int64_t r = 0; r < keep[i]; ++r) tap_rows_.push_back(static_cast<int32_t>(row_begin_[i] + r));
   }
-  if (ctx.seqs.empty()) return;
-  // The kept rows' taps, gathered on the backend: they never visit the host.
+  if (!ctx.seqs.empty()) write_taps(target_.taps_tensor(), tap_rows_, ctx);
+  if (deferred.empty()) return;
+  if (static_cast<int64_t>(pending_.size() + deferred.size()) > options_.max_rows) flush_context(blocks);
+  // The waiting rows' taps, copied on the backend behind those already waiting.
+  ops::Backend& be = target_.backend();
   const ops::Tensor& taps = target_.taps_tensor();
-  const auto m = static_cast<int64_t>(tap_rows_.size());
+  const auto m = static_cast<int64_t>(deferred.size()), at = static_cast<int64_t>(pending_.size());
   const ops::Tensor rows = model::grow_tensor(be, tap_row_ids_, ops::DType::I32, m, 1);
-  be.upload(rows, tap_rows_.data(), ops::DType::I32);
+  be.upload(rows, deferred_rows.data(), ops::DType::I32);
+  model::grow_tensor(be, pending_taps_, taps.dtype, options_.max_rows, taps.cols);
+  be.gather_rows(taps, rows.as<int32_t>(), pending_taps_.buffer.view(taps.dtype, at + m, taps.cols).row_slice(at, m));
+  pending_.insert(pending_.end(), deferred.begin(), deferred.end());
+}
+
+void ModelRunner::flush_context(const BlockManager& blocks) {
+  if (pending_.empty()) return;
+  // Per request, runs of consecutive positions, each one sequence of the
+  // write; rows of a request that finished or was preempted since (its
+  // table no longer covers them) are dropped.
+  std::vector<size_t> order(pending_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return pending_[a].id != pending_[b].id ? pending_[a].id < pending_[b].id : pending_[a].pos < pending_[b].pos;
+  });
+  model::BatchContext ctx;
+  std::vector<int32_t> rows;
+  for (size_t i : order) {
+    const Pending& p = pending_[i];
+    if (p.pos >= blocks.capacity(p.id)) continue;
+    model::SeqSlice* last = ctx.seqs.empty() ? nullptr : &ctx.seqs.back();
+    if (last && rows.size() > 0 && pending_[static_cast<size_t>(rows.back())].id == p.id &&
+        last->pos0 + last->n_rows == p.pos) {
+      ++last->n_rows;
+    } else {
+      ctx.seqs.push_back({static_cast<int64_t>(rows.size()), 1, p.pos, blocks.table(p.id), false});
+    }
+    rows.push_back(static_cast<int32_t>(i));
+  }
+  const ops::DType dt = target_.taps_tensor().dtype;
+  const int64_t width = target_.taps_tensor().cols, n = static_cast<int64_t>(pending_.size());
+  pending_.clear();
+  if (!ctx.seqs.empty()) write_taps(pending_taps_.buffer.view(dt, n, width), rows, ctx);
+}
+
+void ModelRunner::write_taps(const ops::Tensor& taps, std::span<const int32_t> rows_of, const model::BatchContext& ctx) {
+  // The rows' taps, gathered on the backend: they never visit the host.
+  ops::Backend& be = target_.backend();
+  const auto m = static_cast<int64_t>(rows_of.size());
+  const ops::Tensor rows = model::grow_tensor(be, tap_row_ids_, ops::DType::I32, m, 1);
+  be.upload(rows, rows_of.data(), ops::DType::I32);
   const ops::Tensor kept = model::grow_tensor(be, ctx_taps_, taps.dtype, m, taps.cols);
   be.gather_rows(taps, rows.as<int32_t>(), kept);
   drafter_->write_context(kept, ctx, *pool_, target_layers_);
