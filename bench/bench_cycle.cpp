@@ -11,7 +11,11 @@
 // speedup at acceptance length tau is tau / (cycle / plain step).
 //
 // Usage: bench_cycle [--device cuda] --target DIR --drafter DIR [--contexts 1024,8192]
-//                    [--batches 1,8,32] [--reps 30] [--block 16]
+//                    [--batches 1,8,32] [--reps 30] [--block 16] [--tensor-parallel-size N]
+// With --tensor-parallel-size N > 1 both models are split over N GPUs (NCCL;
+// threads on --device cpu) and the runner runs eagerly (no graphs yet), so
+// its graph and eager columns time the same thing; a second table times the
+// all-reduces alone (their share of a step: their total / the step's time).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -28,6 +32,8 @@
 #include "model/dflash_drafter.h"
 #include "model/qwen3_model.h"
 #include "ops/backend_factory.h"
+#include "parallel/communicator.h"
+#include "parallel/rank_threads.h"
 
 namespace {
 
@@ -134,10 +140,44 @@ std::vector<Timing> time_runner(model::Qwen3Model& target, model::DFlashDrafter*
   return out;
 }
 
+// Tensor parallelism: the median time of `count` back-to-back all-reduces
+// of [rows, hidden] activations over every rank (a forward does two per
+// decoder layer), in ms, from one dispatch to the ranks' threads.
+double all_reduce_ms(model::Qwen3Model& target, int64_t rows, int64_t count, int reps) {
+  std::vector<model::Qwen3Model*> shards{&target};
+  std::vector<parallel::Communicator*> comms{target.shard().comm};
+  for (const auto& p : target.peers()) {
+    shards.push_back(p.get());
+    comms.push_back(p->shard().comm);
+  }
+  parallel::RankThreads ranks(comms);
+  std::vector<double> ms;
+  std::vector<ops::OwnedTensor> x(shards.size());
+  ranks.run([&](int r) {
+    ops::Backend& be = shards[static_cast<size_t>(r)]->backend();
+    x[static_cast<size_t>(r)] = be.alloc_tensor(be.activation_dtype(), rows, target.config().hidden_size);
+    be.fill_uniform(x[static_cast<size_t>(r)].t, 1, -1.0f, 1.0f);
+    be.synchronize();
+  });
+  for (int i = 0; i < reps + 3; ++i) {
+    const auto t0 = Clock::now();
+    ranks.run([&](int r) {
+      ops::Backend& be = shards[static_cast<size_t>(r)]->backend();
+      for (int64_t k = 0; k < count; ++k)
+        comms[static_cast<size_t>(r)]->all_reduce_sum(be, x[static_cast<size_t>(r)].t);
+      be.synchronize();
+    });
+    if (i >= 3) ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string device = "cuda", target_dir, drafter_dir;
+  int tp = 1;
   Setup s;
   s.contexts = {1024, 8192};
   s.batches = {1, 8, 32};
@@ -150,6 +190,7 @@ int main(int argc, char** argv) {
     else if (k == "--batches") s.batches = parse_list(v);
     else if (k == "--reps") s.reps = std::stoi(v);
     else if (k == "--block") s.block = std::stoll(v);
+    else if (k == "--tensor-parallel-size") tp = std::stoi(v);
     else {
       std::fprintf(stderr, "bench_cycle: unknown flag %s\n", k.c_str());
       return 2;
@@ -161,11 +202,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    auto backend = ops::make_backend(device);
-    auto target = model::Qwen3Model::load_dummy(io::load_model_config(target_dir), backend);
+    const auto cfg = io::load_model_config(target_dir);
+    auto target = tp > 1 ? model::Qwen3Model::load_sharded(nullptr, cfg, ops::make_rank_backends(device, tp),
+                                                           parallel::make_group(device, tp))
+                         : model::Qwen3Model::load_dummy(cfg, ops::make_backend(device));
     auto drafter = model::DFlashDrafter::load_dummy(drafter_dir, *target);
-    std::printf("# bench_cycle on %s: target %s, drafter %s (random weights), block %lld, median of %d\n",
-                backend->describe().c_str(), target_dir.c_str(), drafter_dir.c_str(),
+    std::printf("# bench_cycle on %s x %d ranks: target %s, drafter %s (random weights), block %lld, median of %d\n",
+                target->backend().describe().c_str(), tp, target_dir.c_str(), drafter_dir.c_str(),
                 static_cast<long long>(s.block), s.reps);
     // One runner at a time: each holds a KV pool sized for the largest batch.
     const auto plain_g = time_runner(*target, nullptr, s, false);
@@ -186,6 +229,17 @@ int main(int argc, char** argv) {
                     cycle_g[k].host_us, cycle_e[k].host_us);
         ++k;
       }
+    }
+    if (tp > 1) {
+      // Each decoder layer sums its attention and MLP outputs over the ranks:
+      // 2 x layers all-reduces of [rows, hidden] per target forward, timed
+      // alone here (the drafter's few layers are left out).
+      const int64_t L = target->config().num_hidden_layers;
+      std::printf("\n| batch | %lld all-reduces of a plain step, ms | of a verify (%lld rows each), ms |\n|---|---|---|\n",
+                  static_cast<long long>(2 * L), static_cast<long long>(s.block));
+      for (int64_t batch : s.batches)
+        std::printf("| %lld | %.3f | %.3f |\n", static_cast<long long>(batch),
+                    all_reduce_ms(*target, batch, 2 * L, s.reps), all_reduce_ms(*target, batch * s.block, 2 * L, s.reps));
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_cycle: %s\n", e.what());

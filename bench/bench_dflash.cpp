@@ -3,7 +3,7 @@
 // markdown table. Not a test: numbers depend on the machine.
 //
 //   build/bench/bench_dflash [--models DIR] [--prompts FILE] [--limit N]
-//                            [--max-tokens N] [--concurrency 1,8]
+//                            [--max-tokens N] [--concurrency 1,8] [--tensor-parallel-size N]
 //                            [--num-speculative-tokens K]  (default: block_size - 1)
 #include <fmt/format.h>
 
@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
   std::string prompts_file = FD_SOURCE_DIR "/tests/fixtures/engine/humaneval.jsonl";
   int64_t limit = 0, max_tokens = 128, k = -1;
   std::vector<int64_t> concurrency = {1, 8};
+  int tensor_parallel_size = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--models")
@@ -62,6 +63,8 @@ int main(int argc, char** argv) {
       k = std::stoll(value);
     else if (flag == "--concurrency")
       concurrency = parse_list(value);
+    else if (flag == "--tensor-parallel-size")
+      tensor_parallel_size = std::stoi(value);
     else {
       fmt::print(stderr, "bench_dflash: unknown flag {}\n", flag);
       return 2;
@@ -73,6 +76,7 @@ int main(int argc, char** argv) {
     serving::ModelFiles files = serving::read_model_files(models + "/target");
     serving::EngineOptions options;
     options.device = "cpu";
+    options.tensor_parallel_size = tensor_parallel_size;  // thread ranks (README "Tensor parallelism")
     auto target = serving::load_target(files, options, stderr);
     const tokenizer::Tokenizer& tok = files.tokenizer;
     std::map<std::string, std::unique_ptr<model::DFlashDrafter>> drafters;
