@@ -39,16 +39,8 @@ void check_sampling_flags(const SamplingFlags& flags) {
 
 engine::SamplingParams resolve_sampling(const engine::SamplingParams& defaults, const SamplingFlags& flags) {
   check_sampling_flags(flags);
-  engine::SamplingParams params = defaults;
-
-  if (flags.temperature) params.temperature = *flags.temperature;
-  if (flags.top_p) params.top_p = *flags.top_p;
-  if (flags.top_k) params.top_k = *flags.top_k;
-  if (flags.min_p) params.min_p = *flags.min_p;
+  engine::SamplingParams params = flags.applied_to(defaults);
   if (flags.max_tokens) params.max_tokens = *flags.max_tokens;
-  if (flags.presence_penalty) params.presence_penalty = *flags.presence_penalty;
-  if (flags.frequency_penalty) params.frequency_penalty = *flags.frequency_penalty;
-  if (flags.repetition_penalty) params.repetition_penalty = *flags.repetition_penalty;
   params.seed = flags.seed;
   params.stop = flags.stop;
   params.ignore_eos = flags.ignore_eos;

@@ -8,16 +8,16 @@
 #include <vector>
 
 #include "engine/sampling_params.h"
+#include "serving/generation_defaults.h"
 
 namespace flashdraft::cli {
 
 // SamplingParams' own default, used when generation_config.json sets none.
 constexpr int kDefaultMaxTokens = engine::SamplingParams{}.max_tokens;
 
-struct SamplingFlags {
-  std::optional<double> temperature, top_p, min_p;
-  std::optional<int> top_k, max_tokens;
-  std::optional<double> presence_penalty, frequency_penalty, repetition_penalty;
+// temperature, top_p, top_k, min_p and the penalties as given (--temperature, ...).
+struct SamplingFlags : serving::SamplingOverrides {
+  std::optional<int> max_tokens;
   std::optional<uint64_t> seed;
   std::vector<std::string> stop;
   bool ignore_eos = false;

@@ -380,18 +380,11 @@ engine::SamplingParams resolve_sampling(const SamplingRequest& request, const en
                                *request.max_tokens),
                    "max_tokens");
   }
-  engine::SamplingParams p = defaults;
-  if (request.temperature) p.temperature = *request.temperature;
-  if (request.top_p) p.top_p = *request.top_p;
-  if (request.top_k) p.top_k = *request.top_k;
-  if (request.min_p) p.min_p = *request.min_p;
+  engine::SamplingParams p = request.applied_to(defaults);
   p.seed = request.seed;
   p.stop = request.stop;
   p.stop_token_ids = request.stop_token_ids;
   p.ignore_eos = request.ignore_eos;
-  if (request.presence_penalty) p.presence_penalty = *request.presence_penalty;
-  if (request.frequency_penalty) p.frequency_penalty = *request.frequency_penalty;
-  if (request.repetition_penalty) p.repetition_penalty = *request.repetition_penalty;
   p.logit_bias = request.logit_bias;
   p.logprobs = request.logprobs;
   p.adaptive_speculation = request.adaptive_speculation;

@@ -9,13 +9,13 @@
 
 #include "engine/sampling_params.h"
 #include "server/request_fields.h"
+#include "serving/generation_defaults.h"
 
 namespace flashdraft::server {
 
-// Sampling and stopping as the request gave them (absent = the model's default).
-struct SamplingRequest {
-  std::optional<double> temperature, top_p, min_p;
-  std::optional<int> top_k;
+// Sampling and stopping as the request gave them (absent = the model's
+// default): temperature, top_p, top_k, min_p and the penalties in the base.
+struct SamplingRequest : serving::SamplingOverrides {
   std::optional<int64_t> max_tokens;
   std::optional<uint64_t> seed;
   std::vector<std::string> stop;
@@ -28,7 +28,6 @@ struct SamplingRequest {
   std::optional<bool> adaptive_speculation;
   int n = 1;
   bool stream = false, include_usage = false;
-  std::optional<double> presence_penalty, frequency_penalty, repetition_penalty;
   std::vector<std::pair<int32_t, float>> logit_bias;  // clamped to [-100, 100], as vLLM does
   // Log-probabilities of each token and of this many alternatives
   // (completions: "logprobs": N; chat: "top_logprobs" with "logprobs": true).

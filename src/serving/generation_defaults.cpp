@@ -36,4 +36,16 @@ std::vector<int32_t> eos_token_ids(const io::ModelConfig& model, const io::Gener
   return ids;
 }
 
+engine::SamplingParams SamplingOverrides::applied_to(const engine::SamplingParams& defaults) const {
+  engine::SamplingParams p = defaults;
+  if (temperature) p.temperature = *temperature;
+  if (top_p) p.top_p = *top_p;
+  if (top_k) p.top_k = *top_k;
+  if (min_p) p.min_p = *min_p;
+  if (presence_penalty) p.presence_penalty = *presence_penalty;
+  if (frequency_penalty) p.frequency_penalty = *frequency_penalty;
+  if (repetition_penalty) p.repetition_penalty = *repetition_penalty;
+  return p;
+}
+
 }  // namespace flashdraft::serving

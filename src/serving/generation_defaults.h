@@ -2,6 +2,7 @@
 // What a model directory says about generating with it: generation_config.json
 // as default SamplingParams, and every end-of-sequence id its files declare.
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "engine/sampling_params.h"
@@ -23,6 +24,18 @@ namespace flashdraft::serving {
 // list, so that ignore_eos can still override them. Not validated: a request's own values may
 // still replace a bad default, so callers validate after merging.
 engine::SamplingParams sampling_defaults(const io::GenerationConfig& generation);
+
+// Sampling values a user gave (generate's flags, a request's fields), each
+// replacing the model's default where present. The CLI and the server read
+// them each in their own way and merge them here.
+struct SamplingOverrides {
+  std::optional<double> temperature, top_p, min_p;
+  std::optional<int> top_k;
+  std::optional<double> presence_penalty, frequency_penalty, repetition_penalty;
+
+  // `defaults` with the given values in place (not validated).
+  engine::SamplingParams applied_to(const engine::SamplingParams& defaults) const;
+};
 
 // The union (first-seen order, no repeats) of generation_config.json's
 // eos_token_id, config.json's eos_token_id and tokenizer_config.json's
