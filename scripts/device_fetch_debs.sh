@@ -14,5 +14,5 @@ ls
 cd ../..
 if [[ -d ../shared/configs ]]; then
   mkdir -p .carry/configs
-  cp -r ../shared/configs/qwen3-8b ../shared/configs/qwen3-8b-dflash-b16 .carry/configs/
+  cp -r ../shared/configs/qwen3-8b ../shared/configs/qwen3-8b-dflash-b16 ../shared/configs/qwen3-32b .carry/configs/
 fi

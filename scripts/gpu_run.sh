@@ -2,7 +2,7 @@
 # One call on the lent GPU machine: build (scripts/device_build.sh), then the
 # GPU tests and benchmarks, logs under $OUT (default ./gpu-out). Needs
 # .carry (scripts/device_fetch_debs.sh: packages and configs) carried with the call.
-# Usage: bash scripts/gpu_run.sh [tests] [bench] [cycle] [peer] [timeline] [attention] [profile] [rope]
+# Usage: bash scripts/gpu_run.sh [tests] [bench] [cycle] [peer] [timeline] [tp] [attention] [profile] [rope]
 #   (default: tests bench attention)
 # (A call returns at most 8 files: run profile apart from attention.)
 set -uo pipefail
@@ -11,7 +11,7 @@ out=${OUT:-gpu-out}
 mkdir -p "$out"
 what=${*:-tests bench attention}
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv,noheader | tee "$out/gpu.txt"
-source scripts/device_build.sh backend_ops_test batch_invariance_test engine_gpu_tests rope_scaling_test bench_step bench_cycle bench_backend_ops bench_attention kernel_timeline flashdraft \
+source scripts/device_build.sh backend_ops_test batch_invariance_test engine_gpu_tests engine_tensor_parallel_gpu_tests rope_scaling_test bench_step bench_cycle bench_backend_ops bench_attention kernel_timeline flashdraft \
   || exit 1
 export PYTHONUNBUFFERED=1
 if [[ $what == *tests* ]]; then
@@ -19,6 +19,9 @@ if [[ $what == *tests* ]]; then
   build-gpu/tests/backend_ops/batch_invariance_test 2>&1 | grep -vE "^\[ (RUN|      OK) " | head -40 | tee "$out/batch_invariance.log"
   (cd build-gpu/tests/engine && ./engine_gpu_tests 2>&1) | grep -E "^\[(gpu|  FAILED|  PASSED|==========)|Failure|differs" \
     | tee "$out/engine_gpu.log"
+  # Tensor parallelism over NCCL: skipped with fewer than 2 GPUs.
+  (cd build-gpu/tests/engine && NCCL_NVLS_ENABLE=0 ./engine_tensor_parallel_gpu_tests 2>&1) \
+    | grep -E "^\[(gpu|  FAILED|  PASSED|  SKIPPED|==========)|Failure|differs" | tee "$out/engine_tp_gpu.log"
 fi
 if [[ $what == *bench* ]]; then
   build-gpu/bench/bench_step --target .carry/configs/qwen3-8b --drafter .carry/configs/qwen3-8b-dflash-b16 --contexts 1024,16384 --batches 1 --reps 20 2>&1 | tee "$out/bench_step.log"
@@ -30,6 +33,13 @@ if [[ $what == *peer* ]]; then
   # The peer at the same shapes: transformers plain decode and z-lab's DFlash loop (batch 1).
   python3 tools/peer_transformers_cycle.py --target .carry/configs/qwen3-8b --drafter .carry/configs/qwen3-8b-dflash-b16 \
     --contexts 1024,8192 --reps 20 2>&1 | grep -v Warning | tee "$out/peer_cycle.log"
+fi
+if [[ $what == *tp* ]]; then
+  # Tensor parallelism at Qwen3-32B shapes with a 5-layer drafter of its width (needs 2 GPUs and NCCL).
+  for tp in 1 2; do
+    NCCL_NVLS_ENABLE=0 build-gpu/bench/bench_cycle --target .carry/configs/qwen3-32b --drafter bench/configs/qwen3-32b-dflash-5l \
+      --contexts 1024 --batches 1,32 --reps 20 --tensor-parallel-size $tp 2>&1
+  done | tee "$out/bench_cycle_tp.log"
 fi
 if [[ $what == *timeline* ]]; then
   # GPU idle time between the kernels of a replayed step (CUPTI timeline, bench/kernel_gaps.py):
