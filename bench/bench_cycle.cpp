@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_args.h"
 #include "engine/block_manager.h"
 #include "engine/model_runner.h"
 #include "engine/request.h"
@@ -39,18 +40,6 @@ namespace {
 
 using namespace flashdraft;
 using Clock = std::chrono::steady_clock;
-
-std::vector<int64_t> parse_list(const std::string& s) {
-  std::vector<int64_t> v;
-  size_t p = 0;
-  while (p < s.size()) {
-    const size_t q = s.find(',', p);
-    v.push_back(std::stoll(s.substr(p, q - p)));
-    if (q == std::string::npos) break;
-    p = q + 1;
-  }
-  return v;
-}
 
 struct Timing {
   double step_ms = 0, host_us = 0;
@@ -181,21 +170,19 @@ int main(int argc, char** argv) {
   Setup s;
   s.contexts = {1024, 8192};
   s.batches = {1, 8, 32};
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string k = argv[i], v = argv[i + 1];
+  const bool flags_ok = bench::parse_flags("bench_cycle", argc, argv, [&](const std::string& k, const std::string& v) {
     if (k == "--device") device = v;
     else if (k == "--target") target_dir = v;
     else if (k == "--drafter") drafter_dir = v;
-    else if (k == "--contexts") s.contexts = parse_list(v);
-    else if (k == "--batches") s.batches = parse_list(v);
+    else if (k == "--contexts") s.contexts = bench::parse_list(v);
+    else if (k == "--batches") s.batches = bench::parse_list(v);
     else if (k == "--reps") s.reps = std::stoi(v);
     else if (k == "--block") s.block = std::stoll(v);
     else if (k == "--tensor-parallel-size") tp = std::stoi(v);
-    else {
-      std::fprintf(stderr, "bench_cycle: unknown flag %s\n", k.c_str());
-      return 2;
-    }
-  }
+    else return false;
+    return true;
+  });
+  if (!flags_ok) return 2;
   if (target_dir.empty() || drafter_dir.empty()) {
     std::fprintf(stderr, "usage: bench_cycle [--device cuda] --target DIR --drafter DIR [--contexts 1024,8192] "
                          "[--batches 1,8,32] [--reps 30] [--block 16]\n");

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_args.h"
 #include "engine/llm_engine.h"
 #include "serving/engine_builder.h"
 
@@ -29,18 +30,6 @@ struct Row {
   double seconds = 0, tau = 0;
 };
 
-std::vector<int64_t> parse_list(const std::string& s) {
-  std::vector<int64_t> out;
-  size_t at = 0;
-  while (at < s.size()) {
-    size_t comma = s.find(',', at);
-    if (comma == std::string::npos) comma = s.size();
-    out.push_back(std::stoll(s.substr(at, comma - at)));
-    at = comma + 1;
-  }
-  return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -49,8 +38,8 @@ int main(int argc, char** argv) {
   int64_t limit = 0, max_tokens = 128, k = -1;
   std::vector<int64_t> concurrency = {1, 8};
   int tensor_parallel_size = 1;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string flag = argv[i], value = argv[i + 1];
+  const bool flags_ok = bench::parse_flags("bench_dflash", argc, argv, [&](const std::string& flag,
+                                                                           const std::string& value) {
     if (flag == "--models")
       models = value;
     else if (flag == "--prompts")
@@ -62,14 +51,14 @@ int main(int argc, char** argv) {
     else if (flag == "--num-speculative-tokens")
       k = std::stoll(value);
     else if (flag == "--concurrency")
-      concurrency = parse_list(value);
+      concurrency = bench::parse_list(value);
     else if (flag == "--tensor-parallel-size")
       tensor_parallel_size = std::stoi(value);
-    else {
-      fmt::print(stderr, "bench_dflash: unknown flag {}\n", flag);
-      return 2;
-    }
-  }
+    else
+      return false;
+    return true;
+  });
+  if (!flags_ok) return 2;
   try {
     // One target for every run; the engine (and its KV pool) is rebuilt per
     // method and concurrency by the same builder `generate` uses.
