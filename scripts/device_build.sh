@@ -24,8 +24,18 @@ libdir=$sysroot/usr/lib/x86_64-linux-gnu
 export PKG_CONFIG_PATH=$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
 export LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export CPATH=$sysroot/usr/include LIBRARY_PATH=$libdir
+# NCCL (tensor parallelism): the CUDA toolkit's, else the copy PyTorch's wheels carry.
+nccl_args=()
+if [[ ! -f /usr/local/cuda/include/nccl.h ]]; then
+  nccl_lib=$(find /opt /usr/local /usr/lib -name 'libnccl.so*' 2>/dev/null | head -1)
+  nccl_inc=${nccl_lib:+$(dirname "$(dirname "$nccl_lib")")/include}
+  if [[ -n $nccl_lib && -f $nccl_inc/nccl.h ]]; then
+    nccl_args=(-DFLASHDRAFT_NCCL_INCLUDE="$nccl_inc" -DFLASHDRAFT_NCCL_LIBRARY="$nccl_lib")
+    export LD_LIBRARY_PATH=$(dirname "$nccl_lib"):$LD_LIBRARY_PATH
+  fi
+fi
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
-  -DFLASHDRAFT_BENCH=ON >build-gpu.configure.log 2>&1 || { cat build-gpu.configure.log; return 1 2>/dev/null || exit 1; }
+  -DFLASHDRAFT_BENCH=ON "${nccl_args[@]}" >build-gpu.configure.log 2>&1 || { cat build-gpu.configure.log; return 1 2>/dev/null || exit 1; }
 if ! cmake --build build-gpu -j"$(nproc)" ${1:+--target "$@"} >build-gpu.log 2>&1; then
   grep -E "error|Error" -A3 build-gpu.log | head -60; echo "device build failed (build-gpu.log)"; return 1 2>/dev/null || exit 1
 fi
