@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 
 #include "model/activation_buffers.h"
 #include "ops/penalty_math.h"
@@ -46,7 +47,15 @@ void PenaltyStep::prepare(ops::Backend& be, const StepPlan& plan, std::span<cons
       p.frequency = static_cast<float>(r.params.frequency_penalty);
       p.presence = static_cast<float>(r.params.presence_penalty);
       p.items_begin = static_cast<int32_t>((host_.size() - items_at) / kItem);
-      r.penalty_history.append_items(r.prompt, r.output, r.params, host_);
+      {
+        // The ranks of a tensor-parallel runner prepare the same step at once
+        // from one plan, and the request's history is one object they share:
+        // its update takes turns (the later rank finds it current and reads
+        // the same items).
+        static std::mutex history_update;
+        std::lock_guard lock(history_update);
+        r.penalty_history.append_items(r.prompt, r.output, r.params, host_);
+      }
       p.items_count = static_cast<int32_t>((host_.size() - items_at) / kItem) - p.items_begin;
       p.drafts_begin = static_cast<int32_t>(draft_begin[i]);
     }
