@@ -37,17 +37,25 @@ def short(name):
     return name.split("::")[-1][:40]
 
 
-def overall(path, label):
-    ks = sorted((int(r["start_ns"]), int(r["end_ns"]), r["graph_id"], r["correlation_id"])
-                for r in csv.DictReader(open(path)))
-    busy, cur_s, cur_e = 0, ks[0][0], ks[0][1]
-    for s, e, _, _ in ks[1:]:
+def busy_and_gaps(ks):
+    """ks sorted by start, each (start, end, ...): the time covered by their
+    union, and each gap as (index of the kernel after it, length)."""
+    busy, gaps, cur_s, cur_e = 0, [], ks[0][0], ks[0][1]
+    for i, k in enumerate(ks[1:], 1):
+        s, e = k[0], k[1]
         if s > cur_e:
             busy += cur_e - cur_s
+            gaps.append((i, s - cur_e))
             cur_s, cur_e = s, e
         else:
             cur_e = max(cur_e, e)
-    busy += cur_e - cur_s
+    return busy + cur_e - cur_s, gaps
+
+
+def overall(path, label):
+    ks = sorted((int(r["start_ns"]), int(r["end_ns"]), r["graph_id"], r["correlation_id"])
+                for r in csv.DictReader(open(path)))
+    busy, _ = busy_and_gaps(ks)
     span = max(e for _, e, _, _ in ks) - ks[0][0]
     starts, seen = [], set()
     for s, _, g, c in ks:
@@ -87,15 +95,9 @@ def main():
         gap_at = collections.defaultdict(list)
         for ks in by_graph[g]:
             t0, t1 = ks[0][0], max(e for _, e, _ in ks)
-            busy, cur_s, cur_e = 0, ks[0][0], ks[0][1]
-            for i, (s, e, _) in enumerate(ks[1:], 1):
-                if s > cur_e:
-                    busy += cur_e - cur_s
-                    gap_at[(i, short(ks[i - 1][2]), short(ks[i][2]))].append(s - cur_e)
-                    cur_s, cur_e = s, e
-                else:
-                    cur_e = max(cur_e, e)
-            busy += cur_e - cur_s
+            busy, gaps = busy_and_gaps(ks)
+            for i, gap in gaps:
+                gap_at[(i, short(ks[i - 1][2]), short(ks[i][2]))].append(gap)
             spans.append((t1 - t0) / 1e3)
             busys.append(busy / 1e3)
             idles.append((t1 - t0 - busy) / 1e3)
