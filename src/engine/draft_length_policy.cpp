@@ -80,8 +80,58 @@ double expected_tokens(const DraftCandidate& c, int64_t k) {
   return t;
 }
 
+namespace {
+
+// DraftOptions::one_length: every adaptive request verifies the same u, so
+// each u's step is summed afresh (no per-request state to move) and its
+// expected tokens come from the per-position sums of the requests' rates:
+// O(requests x lengths) additions, no allocation per length.
+std::vector<int64_t> choose_one_length(std::span<const DraftCandidate> candidates, const StepCostModel& costs) {
+  StepShape fixed;
+  double fixed_tokens = 0;
+  int64_t most = 0, adaptive = 0;
+  std::vector<int64_t> fixed_rows;  // distinct row counts of the fixed-length requests
+  for (const DraftCandidate& c : candidates) {
+    most = std::max(most, c.max_drafts);
+    if (!c.fixed) {
+      ++adaptive;
+      continue;
+    }
+    fixed.add_decode(c.context, 1 + c.max_drafts, c.draft_block);
+    fixed_tokens += expected_tokens(c, c.max_drafts);
+    if (std::find(fixed_rows.begin(), fixed_rows.end(), 1 + c.max_drafts) == fixed_rows.end())
+      fixed_rows.push_back(1 + c.max_drafts);
+  }
+  // accepted[j]: sum over adaptive requests of P(a >= j + 1).
+  std::vector<double> accepted(static_cast<size_t>(most), 0.0);
+  for (const DraftCandidate& c : candidates) {
+    if (c.fixed) continue;
+    const size_t m = std::min(c.accept.size(), accepted.size());
+    for (size_t j = 0; j < m; ++j) accepted[j] += c.accept[j];
+  }
+  double best = -1, tokens = fixed_tokens + static_cast<double>(adaptive);
+  int64_t best_u = 0;
+  for (int64_t u = 0; u <= most; ++u) {
+    if (u > 0) tokens += accepted[static_cast<size_t>(u - 1)];
+    StepShape s = fixed;
+    for (const DraftCandidate& c : candidates)
+      if (!c.fixed) s.add_decode(c.context, 1 + u, c.draft_block);
+    const bool new_rows =
+        adaptive > 0 && std::find(fixed_rows.begin(), fixed_rows.end(), 1 + u) == fixed_rows.end();
+    s.uneven = static_cast<int64_t>(fixed_rows.size()) + (new_rows ? 1 : 0) > 1;
+    const double r = tokens / std::max(costs.predict(s), 1e-12);
+    if (r > best) best = r, best_u = u;
+  }
+  std::vector<int64_t> k(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i) k[i] = candidates[i].fixed ? candidates[i].max_drafts : best_u;
+  return k;
+}
+
+}  // namespace
+
 std::vector<int64_t> choose_draft_lengths(std::span<const DraftCandidate> candidates, const StepCostModel& costs,
                                           const DraftOptions& options) {
+  if (options.one_length) return choose_one_length(candidates, costs);
   const size_t n = candidates.size();
   std::vector<int64_t> k(n, 0);
   int64_t most = 0;
@@ -96,7 +146,7 @@ std::vector<int64_t> choose_draft_lengths(std::span<const DraftCandidate> candid
   int64_t best_u = 0;
   auto shared = [&](int64_t u) {
     for (size_t i = 0; i < n; ++i)
-      if (!candidates[i].fixed) batch.set(i, options.one_length ? u : std::min(u, candidates[i].max_drafts));
+      if (!candidates[i].fixed) batch.set(i, std::min(u, candidates[i].max_drafts));
   };
   for (int64_t u = 1; u <= most; ++u) {
     shared(u);
@@ -104,7 +154,6 @@ std::vector<int64_t> choose_draft_lengths(std::span<const DraftCandidate> candid
     if (r > best) best = r, best_u = u;
   }
   shared(best_u);
-  if (options.one_length) return batch.lengths();
 
   // Then each request on its own.
   for (int round = 0; round < 4; ++round) {

@@ -134,7 +134,7 @@ void StepCostModel::observe(const StepShape& shape, double seconds, double weigh
 
 void StepCostModel::refit() {
   since_fit_ = 0;
-  const auto x = nnls_normal(xtx_, xty_, kFeatures);
+  const auto x = nnls_normal(xtx_, xty_, kFeatures, coef_);
   for (int i = 0; i < kFeatures; ++i) coef_[i] = x[i];
 }
 
@@ -148,10 +148,12 @@ std::string StepCostModel::describe() const {
   return s.empty() ? "no data" : s;
 }
 
-std::vector<double> nnls_normal(std::span<const double> ata_in, std::span<const double> atb, int n) {
+std::vector<double> nnls_normal(std::span<const double> ata_in, std::span<const double> atb, int n,
+                                std::span<const double> start) {
   // A relative ridge (Levenberg-Marquardt style, scale-free) so that a term
   // the data cannot tell apart from another gets no weight rather than an
-  // arbitrary one.
+  // arbitrary one. It also makes the problem strictly convex: one minimiser,
+  // whichever start the search takes.
   std::vector<double> ata(ata_in.begin(), ata_in.end());
   for (int i = 0; i < n; ++i) ata[i * n + i] += 1e-6 * ata[i * n + i] + 1e-30;
 
@@ -178,32 +180,19 @@ std::vector<double> nnls_normal(std::span<const double> ata_in, std::span<const 
     for (int r = 0; r < m; ++r) z[idx[r]] = b[r];
     return true;
   };
-
-  double scale = 0;
-  for (int i = 0; i < n; ++i) scale = std::max(scale, std::abs(atb[i]));
-  const double tol = 1e-12 * std::max(scale, 1e-300);
+  // From a feasible x (>= 0, zero outside the passive set): the passive
+  // set's minimiser, moving only as far as feasibility allows and dropping
+  // the terms that reach 0, until it is feasible. False when singular.
   std::vector<double> z;
-  for (int outer = 0; outer < 3 * n; ++outer) {
-    int best = -1;
-    double best_g = tol;
-    for (int j = 0; j < n; ++j) {
-      if (passive[j]) continue;
-      const double g = gradient(j);
-      if (g > best_g) best_g = g, best = j;
-    }
-    if (best < 0) break;
-    passive[best] = true;
+  auto settle = [&] {
     for (int inner = 0; inner < 3 * n; ++inner) {
-      if (!solve_passive(z)) {
-        passive[best] = false;
-        return x;
-      }
+      if (!solve_passive(z)) return false;
       bool feasible = true;
       for (int i = 0; i < n; ++i)
         if (passive[i] && z[i] <= 0) feasible = false;
       if (feasible) {
         x = z;
-        break;
+        return true;
       }
       double alpha = 1.0;
       for (int i = 0; i < n; ++i)
@@ -215,6 +204,40 @@ std::vector<double> nnls_normal(std::span<const double> ata_in, std::span<const 
           x[i] = 0;
         }
       }
+    }
+    return true;
+  };
+
+  // Warm start: the previous fit's terms. Refitting after one more step
+  // rarely changes which terms are in use, so this is one solve and a
+  // check rather than adding the terms back one at a time.
+  if (static_cast<int>(start.size()) == n) {
+    for (int i = 0; i < n; ++i) {
+      passive[i] = start[i] > 0;
+      x[i] = passive[i] ? start[i] : 0.0;
+    }
+    if (!settle()) {
+      x.assign(n, 0.0);
+      passive.assign(n, false);
+    }
+  }
+
+  double scale = 0;
+  for (int i = 0; i < n; ++i) scale = std::max(scale, std::abs(atb[i]));
+  const double tol = 1e-12 * std::max(scale, 1e-300);
+  for (int outer = 0; outer < 3 * n; ++outer) {
+    int best = -1;
+    double best_g = tol;
+    for (int j = 0; j < n; ++j) {
+      if (passive[j]) continue;
+      const double g = gradient(j);
+      if (g > best_g) best_g = g, best = j;
+    }
+    if (best < 0) break;
+    passive[best] = true;
+    if (!settle()) {
+      passive[best] = false;
+      return x;
     }
   }
   return x;

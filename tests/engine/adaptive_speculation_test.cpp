@@ -3,6 +3,7 @@
 // cost models given outright (no clock).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <random>
 
@@ -83,6 +84,34 @@ TEST(Nnls, MatchesLeastSquaresWhenThatIsNonNegativeAndClampsOtherwise) {
   x = normal({5, 4, 3, 2});
   EXPECT_EQ(x[1], 0);
   EXPECT_NEAR(x[0], 3.5, 1e-4);
+}
+
+TEST(Nnls, AWarmStartFindsTheSameMinimiserFromAnyTermsInUse) {
+  // 6 terms, random rows; the truth uses terms 0, 2 and 5, and the data are
+  // noisy so that least squares alone would give some others negative weight.
+  constexpr int n = 6;
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::vector<double> ata(n * n, 0), atb(n, 0);
+  for (int r = 0; r < 200; ++r) {
+    std::array<double, n> x{};
+    for (double& v : x) v = u(rng);
+    const double y = 2 * x[0] + 0.5 * x[2] + 3 * x[5] + 0.3 * (u(rng) - 0.5);
+    for (int i = 0; i < n; ++i) {
+      atb[i] += x[i] * y;
+      for (int j = 0; j < n; ++j) ata[i * n + j] += x[i] * x[j];
+    }
+  }
+  const std::vector<double> cold = nnls_normal(ata, atb, n);
+  int zeros = 0;
+  for (double v : cold) zeros += v == 0;
+  EXPECT_GT(zeros, 0);  // the constraint binds somewhere
+  const std::vector<std::vector<double>> starts = {
+      cold, std::vector<double>(n, 1.0), {0, 1, 0, 1, 1, 0}, {5, 0, 0, 0, 0, 0}, std::vector<double>(n, 0.0)};
+  for (const auto& start : starts) {
+    const std::vector<double> warm = nnls_normal(ata, atb, n, start);
+    for (int i = 0; i < n; ++i) EXPECT_NEAR(warm[i], cold[i], 1e-9 * (1 + std::abs(cold[i]))) << i;
+  }
 }
 
 TEST(StepCostModel, FitsAMachineFromVariedStepsAndFollowsItWhenItSlowsDown) {
