@@ -15,7 +15,11 @@
 //   build/bench/bench_adaptive [--device cpu|cuda] [--models DIR] [--prompts FILE] [--limit N]
 //       [--max-tokens N] [--concurrency 1,2,4,8,16] [--drafter drafter-full] [--num-speculative-tokens 15]
 //       [--long-context 1900] [--long-concurrency 4] [--long-limit 16] [--repeats 1]
-//       [--max-num-batched-tokens 512] [--csv FILE]
+//       [--max-num-batched-tokens 512] [--points humaneval,long] [--csv FILE]
+//
+// --points long runs the long-context point alone (a quick check of it, at
+// --long-concurrency, with enough --repeats to see through the noise of
+// sub-second runs on a GPU).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -55,6 +59,7 @@ int main(int argc, char** argv) {
   std::string prompts_file = FD_SOURCE_DIR "/../shared/datasets/humaneval.jsonl";
   int64_t limit = 0, max_tokens = 64, k = 15, long_context = 1900, long_concurrency = 4, long_limit = 16;
   int64_t repeats = 1, batched_tokens = 512;
+  bool humaneval_point = true, long_point = true;
   std::vector<int64_t> concurrency = {1, 2, 4, 8, 16};
   const bool flags_ok = bench::parse_flags("bench_adaptive", argc, argv, [&](const std::string& flag,
                                                                              const std::string& value) {
@@ -72,6 +77,11 @@ int main(int argc, char** argv) {
     else if (flag == "--device") device = value;
     else if (flag == "--repeats") repeats = std::max<int64_t>(1, std::stoll(value));
     else if (flag == "--max-num-batched-tokens") batched_tokens = std::stoll(value);
+    else if (flag == "--points") {
+      humaneval_point = value.find("humaneval") != std::string::npos;
+      long_point = value.find("long") != std::string::npos;
+      if (!humaneval_point && !long_point) return false;
+    }
     else return false;
     return true;
   });
@@ -152,8 +162,9 @@ int main(int argc, char** argv) {
       }
     };
     size_t rotation = 0;
-    for (int64_t c : concurrency) run_point("humaneval", c, prompts, rotation++);
-    if (long_limit > 0) run_point("long", long_concurrency, long_prompts, rotation++);
+    if (humaneval_point)
+      for (int64_t c : concurrency) run_point("humaneval", c, prompts, rotation++);
+    if (long_point && long_limit > 0) run_point("long", long_concurrency, long_prompts, rotation++);
 
     // Medians per point and method; the spread is (max - min) / median.
     const bool spread = repeats > 1;

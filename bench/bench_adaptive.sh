@@ -12,8 +12,12 @@
 # Files: OUT_DIR/adaptive_DEVICE.{md,csv,png}, OUT_DIR/demo_DEVICE.md.
 # Environment: MAX_TOKENS (64), CONCURRENCY (cpu 1,2,4,8,16; cuda
 # 1,2,4,8,16,32,64), LONG_CONCURRENCY (cpu 4, cuda 16), REPEATS (1),
-# DEMO_RUNS (3). On cuda the step budget is 1024 rows (64 requests x 16
-# verify rows fit one recorded step) and graphs are on.
+# DEMO_RUNS (3; 0: none), POINTS (humaneval,long; "long": that point alone,
+# no plot). On cuda the step budget is 1024 rows (64 requests x 16 verify
+# rows fit one recorded step) and graphs are on. The long point and one
+# HumanEval point, quickly:
+#   POINTS=long REPEATS=7 MAX_TOKENS=128 DEMO_RUNS=0 bash bench/bench_adaptive.sh --device cuda BUILD OUT
+#   CONCURRENCY=16 REPEATS=3 MAX_TOKENS=128 DEMO_RUNS=0 bash bench/bench_adaptive.sh --device cuda BUILD OUT
 set -euo pipefail
 cd "$(dirname "$0")/.."
 device=cpu
@@ -41,7 +45,7 @@ fi
 
 "$build/bench/bench_adaptive" --device "$device" --max-tokens "${MAX_TOKENS:-64}" --concurrency "$concurrency" \
   --long-concurrency "$long_concurrency" --max-num-batched-tokens "$batched" --repeats "${REPEATS:-1}" \
-  --csv "$out/adaptive_$device.csv" | tee "$out/adaptive_$device.md"
+  --points "${POINTS:-humaneval,long}" --csv "$out/adaptive_$device.csv" | tee "$out/adaptive_$device.md"
 
 demo() {
   "$build/flashdraft" generate --device "$device" --model models/target "$@" --prompt 'def fibonacci(n):' \
@@ -55,7 +59,9 @@ for i in $(seq 1 "${DEMO_RUNS:-3}"); do
   echo "| $i | $p | $a |" | tee -a "$out/demo_$device.md"
 done
 
-if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
+if [[ "${POINTS:-humaneval}" != *humaneval* ]]; then
+  echo "wrote $out/adaptive_$device.md, $out/demo_$device.md (one point: no plot)"
+elif /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
   /usr/bin/python3 bench/plot_adaptive.py "$out/adaptive_$device.csv" "$out/adaptive_$device.png" \
     "flashdraft, shipped pair, greedy HumanEval, $device"
   echo "wrote $out/adaptive_$device.md, $out/demo_$device.md, $out/adaptive_$device.png"

@@ -19,12 +19,13 @@
 // cost_calibration.h, then fitted to every step's measured time) and each
 // request's acceptance estimate (acceptance_estimate.h, fed by every verify).
 // Where the backend replays recorded decode steps, one length for all the
-// step's adaptive requests (a mixed step would run eagerly). A request
-// drafting 0 costs what plain decoding costs: its drafter context is written
-// later, in one batch, before anyone drafts again (ModelRunner::
-// write_context), so it can draft again any later step. Fixed-length
-// requests (adaptive off for the engine or the request) always draft
-// num_speculative_tokens.
+// step's adaptive requests (a mixed step would run eagerly). A step in which
+// nobody drafts costs about what a plain step costs: its rows' drafter
+// context (prompt chunks included) is written later, batched, before anyone
+// drafts again, and never for a request that finishes first (ModelRunner::
+// write_context), so any request can draft again any later step.
+// Fixed-length requests (adaptive off for the engine or the request) always
+// draft num_speculative_tokens.
 //
 // A finished request's record stays until take_result() hands it over, so a
 // long-running loop that takes every result keeps no per-request state.
@@ -72,6 +73,9 @@ struct EngineConfig {
   std::vector<int32_t> eos_token_ids;  // ignored by requests with ignore_eos
   // No recorded graphs (vLLM's --enforce-eager): every step launches its ops.
   bool enforce_eager = false;
+  // Backend memory for the taps of committed rows whose drafter context
+  // waits for a step that drafts (RunnerOptions::pending_bytes).
+  int64_t pending_context_bytes = int64_t{128} << 20;
 };
 
 // What a step produced for one request (at most one per request and step).

@@ -48,6 +48,15 @@ ModelRunner::ModelRunner(model::Qwen3Model& target, model::DFlashDrafter* drafte
   target_.set_tap_layers(drafter ? drafter->config().target_layer_ids : std::vector<int64_t>{});
 
   ops::Backend& be = target_.backend();
+  if (drafter_) {
+    const auto taps = static_cast<int64_t>(drafter_->config().target_layer_ids.size());
+    const int64_t width = taps * target_.config().hidden_size;
+    const auto row_bytes = static_cast<int64_t>(ops::dtype_size(be.activation_dtype())) * width;
+    pending_capacity_ = std::max(options_.max_rows, options_.pending_bytes / std::max<int64_t>(row_bytes, 1));
+    // A device allocation in the middle of a run stalls it: all at once,
+    // except on the CPU, where untouched memory costs nothing.
+    if (be.device() != ops::Device::CPU) pending_taps_ = be.alloc_tensor(be.activation_dtype(), pending_capacity_, width);
+  }
   if (!target_.peers().empty()) start_ranks();
   graphs_on_ = !options_.enforce_eager && be.supports_graphs() && !target_.shard().active();
   if (!graphs_on_) return;
@@ -68,7 +77,6 @@ ModelRunner::ModelRunner(model::Qwen3Model& target, model::DFlashDrafter* drafte
     model::grow_tensor(be, tap_row_ids_, ops::DType::I32, rows, 1);
     const auto taps = static_cast<int64_t>(drafter_->config().target_layer_ids.size());
     model::grow_tensor(be, ctx_taps_, be.activation_dtype(), rows, taps * target_.config().hidden_size);
-    model::grow_tensor(be, pending_taps_, be.activation_dtype(), rows, taps * target_.config().hidden_size);
   }
 }
 
@@ -380,69 +388,116 @@ void ModelRunner::write_context(const StepPlan& plan, std::span<const int64_t> k
     std::chrono::steady_clock::time_point t0;
     ~AddHostTime() { total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
   } add{host_seconds_, t0};
+  bool drafted = false;
+  for (size_t i = 0; i < plan.entries.size(); ++i)
+    drafted |= keep[i] > 0 && plan.entries[i].kind == ScheduledRequest::Kind::Decode && plan.entries[i].rows > 1;
+  if (!drafted) return defer_context(plan, keep, blocks);
   model::BatchContext ctx;
   tap_rows_.clear();
-  std::vector<Pending> deferred;
-  std::vector<int32_t> deferred_rows;
   for (size_t i = 0; i < plan.entries.size(); ++i) {
     const ScheduledRequest& e = plan.entries[i];
     if (keep[i] <= 0) continue;
-    if (e.kind == ScheduledRequest::Kind::Decode && e.rows == 1) {  // drafted nothing: its row waits
-      deferred.push_back({e.request->id, e.pos0});
-      deferred_rows.push_back(static_cast<int32_t>(row_begin_[i]));
-      continue;
-    }
     ctx.seqs.push_back({static_cast<int64_t>(tap_rows_.size()), keep[i], e.pos0, blocks.table(e.request->id), false});
     for (int64_t r = 0; r < keep[i]; ++r) tap_rows_.push_back(static_cast<int32_t>(row_begin_[i] + r));
   }
   if (!ctx.seqs.empty()) write_taps(target_.taps_tensor(), tap_rows_, ctx);
-  if (deferred.empty()) return;
-  if (static_cast<int64_t>(pending_.size() + deferred.size()) > options_.max_rows) flush_context(blocks);
-  // The waiting rows' taps, copied on the backend behind those already waiting.
+}
+
+void ModelRunner::defer_context(const StepPlan& plan, std::span<const int64_t> keep, const BlockManager& blocks) {
+  int64_t m = 0;
+  for (size_t i = 0; i < plan.entries.size(); ++i) m += std::max<int64_t>(keep[i], 0);
+  if (m == 0) return;
+  if (static_cast<int64_t>(pending_.size()) + m > pending_capacity_) flush_context(blocks);
+  reserve_pending(static_cast<int64_t>(pending_.size()) + m);
+  // Copied on the backend behind the rows already waiting, one copy per run
+  // of consecutive rows (entries lie in row order; usually one run).
   ops::Backend& be = target_.backend();
   const ops::Tensor& taps = target_.taps_tensor();
-  const auto m = static_cast<int64_t>(deferred.size()), at = static_cast<int64_t>(pending_.size());
-  const ops::Tensor rows = model::grow_tensor(be, tap_row_ids_, ops::DType::I32, m, 1);
-  be.upload(rows, deferred_rows.data(), ops::DType::I32);
-  model::grow_tensor(be, pending_taps_, taps.dtype, options_.max_rows, taps.cols);
-  be.gather_rows(taps, rows.as<int32_t>(), pending_taps_.buffer.view(taps.dtype, at + m, taps.cols).row_slice(at, m));
-  pending_.insert(pending_.end(), deferred.begin(), deferred.end());
+  const ops::Tensor& store = pending_taps_.t;
+  int64_t run_begin = 0, run_rows = 0;
+  auto copy_run = [&] {
+    if (run_rows == 0) return;
+    const auto at = static_cast<int64_t>(pending_.size()) - run_rows;
+    be.copy(taps.row_slice(run_begin, run_rows), store.row_slice(at, run_rows));
+  };
+  for (size_t i = 0; i < plan.entries.size(); ++i) {
+    if (keep[i] <= 0) continue;
+    if (run_begin + run_rows != row_begin_[i]) {
+      copy_run();
+      run_begin = row_begin_[i];
+      run_rows = 0;
+    }
+    run_rows += keep[i];
+    const ScheduledRequest& e = plan.entries[i];
+    for (int64_t r = 0; r < keep[i]; ++r) pending_.push_back({e.request->id, e.pos0 + r});
+  }
+  copy_run();
+}
+
+void ModelRunner::reserve_pending(int64_t rows) {
+  const ops::Tensor& taps = target_.taps_tensor();
+  if (pending_taps_.t.rows >= rows && pending_taps_.t.cols == taps.cols) return;
+  ops::Backend& be = target_.backend();
+  const int64_t grown = std::min(pending_capacity_, std::max({rows, options_.max_rows, 2 * pending_taps_.t.rows}));
+  ops::OwnedTensor bigger = be.alloc_tensor(taps.dtype, grown, taps.cols);
+  const auto kept = static_cast<int64_t>(pending_.size());
+  if (kept > 0) be.copy(pending_taps_.t.row_slice(0, kept), bigger.t.row_slice(0, kept));
+  pending_taps_ = std::move(bigger);
 }
 
 void ModelRunner::flush_context(const BlockManager& blocks) {
   if (pending_.empty()) return;
-  // Per request, runs of consecutive positions, each one sequence of the
+  // Per request, runs of consecutive positions, each one sequence of a
   // write; rows of a request that finished or was preempted since (its
-  // table no longer covers them) are dropped.
+  // table no longer covers them) are dropped, and of a row set aside twice
+  // (a preempted request computed it again) the later one is written.
   std::vector<size_t> order(pending_.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return pending_[a].id != pending_[b].id ? pending_[a].id < pending_[b].id : pending_[a].pos < pending_[b].pos;
   });
+  const ops::DType dt = target_.taps_tensor().dtype;
+  const int64_t width = target_.taps_tensor().cols;
+  const ops::Tensor store = pending_taps_.buffer.view(dt, static_cast<int64_t>(pending_.size()), width);
+  // Writes of at most max_rows rows and max_seqs sequences: the sizes the
+  // drafter's buffers were reserved for (a larger write would move them and
+  // make every recorded graph record again).
   model::BatchContext ctx;
   std::vector<int32_t> rows;
-  for (size_t i : order) {
-    const Pending& p = pending_[i];
+  auto write = [&] {
+    if (!ctx.seqs.empty()) write_taps(store, rows, ctx);
+    ctx.seqs.clear();
+    rows.clear();
+  };
+  for (size_t k = 0; k < order.size(); ++k) {
+    const Pending& p = pending_[order[k]];
+    if (k + 1 < order.size() && pending_[order[k + 1]].id == p.id && pending_[order[k + 1]].pos == p.pos) continue;
     if (p.pos >= blocks.capacity(p.id)) continue;
     model::SeqSlice* last = ctx.seqs.empty() ? nullptr : &ctx.seqs.back();
-    if (last && rows.size() > 0 && pending_[static_cast<size_t>(rows.back())].id == p.id &&
-        last->pos0 + last->n_rows == p.pos) {
+    const bool extends = last && pending_[static_cast<size_t>(rows.back())].id == p.id && last->pos0 + last->n_rows == p.pos;
+    if (static_cast<int64_t>(rows.size()) == options_.max_rows ||
+        (!extends && static_cast<int64_t>(ctx.seqs.size()) == options_.max_seqs)) {
+      write();
+      last = nullptr;
+    }
+    if (last && extends) {
       ++last->n_rows;
     } else {
       ctx.seqs.push_back({static_cast<int64_t>(rows.size()), 1, p.pos, blocks.table(p.id), false});
     }
-    rows.push_back(static_cast<int32_t>(i));
+    rows.push_back(static_cast<int32_t>(order[k]));
   }
-  const ops::DType dt = target_.taps_tensor().dtype;
-  const int64_t width = target_.taps_tensor().cols, n = static_cast<int64_t>(pending_.size());
+  write();
   pending_.clear();
-  if (!ctx.seqs.empty()) write_taps(pending_taps_.buffer.view(dt, n, width), rows, ctx);
 }
 
 void ModelRunner::write_taps(const ops::Tensor& taps, std::span<const int32_t> rows_of, const model::BatchContext& ctx) {
+  const auto m = static_cast<int64_t>(rows_of.size());
+  bool consecutive = true;
+  for (int64_t i = 1; i < m && consecutive; ++i) consecutive = rows_of[i] == rows_of[0] + i;
+  if (consecutive) return drafter_->write_context(taps.row_slice(rows_of[0], m), ctx, *pool_, target_layers_);
   // The rows' taps, gathered on the backend: they never visit the host.
   ops::Backend& be = target_.backend();
-  const auto m = static_cast<int64_t>(rows_of.size());
   const ops::Tensor rows = model::grow_tensor(be, tap_row_ids_, ops::DType::I32, m, 1);
   be.upload(rows, rows_of.data(), ops::DType::I32);
   const ops::Tensor kept = model::grow_tensor(be, ctx_taps_, taps.dtype, m, taps.cols);

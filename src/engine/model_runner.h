@@ -53,6 +53,12 @@ struct RunnerOptions {
   int64_t max_rows = 512;      // most rows in one step (buffers are sized for it at start)
   int64_t max_keys = 4096;     // most positions a request reaches (context limit + drafts)
   int64_t spec_rows = 1;       // rows of a decode step at full speculation
+  // Committed rows whose drafter context waits (see write_context) keep
+  // their target taps aside in up to this much backend memory, but room for
+  // at least max_rows rows. 128 MiB: ~58k rows of the shipped pair's bf16
+  // taps on a GPU (every prompt of a busy long-context step), ~3k of an
+  // 8B target's 5 x 4096.
+  int64_t pending_bytes = int64_t{128} << 20;
 };
 
 // What capture_graphs did, for the start-up log line.
@@ -105,15 +111,20 @@ class ModelRunner {
   // Writes drafter context K/V for the first keep[i] rows of each plan entry
   // (rows whose tokens are now committed). No-op without a drafter.
   //
-  // The row of a decode entry that drafted nothing (adaptive speculation's
-  // k = 0) waits instead: its taps are copied aside (on the backend) and its
-  // K/V written with the next step that drafts for anyone, before the
-  // drafter runs, or when max_rows rows wait. One write for many steps'
-  // rows: on the CPU a one-row write right after the target's forward takes
-  // ~0.2 ms (~4% of a plain decode step), mostly re-reading the drafter's
-  // context weights, 64 rows at once ~1 ms. So a request that stops
-  // drafting costs about what plain decoding costs, and can draft again any
-  // step.
+  // In a step where nobody drafted (adaptive speculation's k = 0 for every
+  // decoding request, prefill chunks, plain rows) the rows wait instead:
+  // their taps are copied aside on the backend (one device copy per run of
+  // consecutive rows, usually one a step: no upload, no gather), and their
+  // K/V is written before the next step that drafts for anyone, or when the
+  // taps set aside would pass RunnerOptions::pending_bytes, then in
+  // max_rows-row writes; rows of a request that has finished or lost its
+  // blocks by then are never written. So a request that does not draft
+  // costs about what plain decoding costs (a write is ~8 launches on a GPU:
+  // at a long-context point where nobody drafts, the prompts' writes were
+  // most of adaptive's loss to plain), a request that finishes without
+  // drafting never has its context written, and any request can draft again
+  // any step (its context is complete by then). A step in which someone
+  // drafted writes all its rows at once, as they will be read next step.
   void write_context(const StepPlan& plan, std::span<const int64_t> keep, const BlockManager& blocks);
 
   int64_t vocab() const { return vocab_; }
@@ -146,7 +157,12 @@ class ModelRunner {
   std::vector<Seq> pads(int64_t n, int64_t rows) const;
   // Writes the waiting rows' drafter context (see write_context).
   void flush_context(const BlockManager& blocks);
-  // Drafter context for ctx's rows from rows `rows_of` of `taps`.
+  // Sets the committed rows of the step's entries aside (see write_context).
+  void defer_context(const StepPlan& plan, std::span<const int64_t> keep, const BlockManager& blocks);
+  // Room for `rows` waiting rows' taps, keeping those already there.
+  void reserve_pending(int64_t rows);
+  // Drafter context for ctx's rows from rows `rows_of` of `taps` (gathered
+  // on the backend unless they are consecutive).
   void write_taps(const ops::Tensor& taps, std::span<const int32_t> rows_of, const model::BatchContext& ctx);
   // Tensor parallelism (model_runner_ranks.cpp).
   void start_ranks();
@@ -193,6 +209,7 @@ class ModelRunner {
   };
   std::vector<Pending> pending_;
   ops::OwnedTensor pending_taps_;
+  int64_t pending_capacity_ = 0;  // rows (RunnerOptions::pending_bytes)
 
   // Tensor parallelism: the other ranks' runners and threads; whether this
   // step gathers the logits; whether a call is already running on every rank.

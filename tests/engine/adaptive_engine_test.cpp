@@ -5,8 +5,10 @@
 // outright, so the draft lengths do not depend on the clock.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
+#include <span>
 
 #include "cpu_like_costs.h"
 #include "shipped_models.h"
@@ -132,6 +134,102 @@ TEST(AdaptiveEngine, ARequestCanAskForTheFixedLength) {
     } else {
       EXPECT_LT(r.spec.mean_draft_length(), 2.0) << i << ": " << r.spec.lengths_summary();
     }
+  }
+}
+
+// The drafter's proposals at a step are a function of the committed tokens
+// alone, given a complete context: the drafts the target itself would get
+// from a fresh drafter run over the whole context (draft_contiguous, fed by
+// the target's taps of one forward over the committed tokens).
+std::vector<int32_t> reference_drafts(std::span<const int32_t> committed) {
+  auto& m = shipped();
+  model::DFlashDrafter& drafter = m.drafter("drafter-full");
+  auto cache = m.target->new_cache();
+  std::vector<float> logits, draft_logits;
+  const std::vector<int32_t> context(committed.begin(), committed.end() - 1);
+  m.target->forward(context, cache, logits);
+  const std::vector<float> taps = m.target->taps();
+  const int64_t block = drafter.config().block_size;
+  drafter.draft_contiguous(taps.data(), static_cast<int64_t>(context.size()), committed.back(), block, draft_logits);
+  const auto vocab = static_cast<int64_t>(draft_logits.size()) / (block - 1);
+  std::vector<int32_t> drafts;
+  for (int64_t r = 0; r + 1 < block; ++r) {
+    const float* row = draft_logits.data() + r * vocab;
+    drafts.push_back(static_cast<int32_t>(std::max_element(row, row + vocab) - row));
+  }
+  return drafts;
+}
+
+// A request that stops drafting (its rows' drafter context set aside, prompt
+// included, and written only before the next drafting step, in writes of at
+// most max_rows rows) drafts on resuming exactly what a complete context
+// gives: every verify step's accepted count is the reference drafts' match
+// with the greedy continuation. With room for only max_rows waiting rows the
+// context is also written whenever that fills.
+TEST(AdaptiveEngine, ARequestThatStopsDraftingResumesFromACompleteContext) {
+  constexpr int kTokens = 48;
+  for (const int64_t pending_bytes : {int64_t{128} << 20, int64_t{1}}) {
+    EngineConfig c = config(3, kTokens);
+    // Cheaper drafter rows than cpu_like_costs': drafting pays on some
+    // steps and not others (17 verify steps of 3 x 48 tokens, 9 of them
+    // after a pause, the longest 16 steps).
+    c.step_costs = cpu_like_costs();
+    (*c.step_costs)[9] = 1.5e-3;   // drafter pass
+    (*c.step_costs)[10] = 0.03e-3;  // drafter row
+    c.max_tokens_per_step = 64;  // prompts span several chunks and several writes
+    c.pending_context_bytes = pending_bytes;
+    Engine engine(*shipped().target, &shipped().drafter("drafter-full"), c);
+    const std::vector<Prompt> prompts(some_prompts().begin(), some_prompts().begin() + 3);
+    std::vector<RequestId> ids;
+    for (const Prompt& p : prompts) ids.push_back(engine.add(p.ids, greedy(kTokens)));
+    struct Verify {
+      size_t request;
+      std::vector<int32_t> committed;  // prompt and output before the step
+      int64_t drafts, accepted, idle_before;
+    };
+    std::vector<Verify> verifies;
+    std::vector<int64_t> idle(ids.size(), 0);
+    while (engine.has_work()) {
+      std::vector<RequestResult> before;
+      for (RequestId id : ids) before.push_back(engine.result(id));
+      engine.step();
+      for (size_t i = 0; i < ids.size(); ++i) {
+        const RequestResult after = engine.result(ids[i]);
+        if (after.accepted.size() > before[i].accepted.size()) {
+          const auto& was = before[i].spec.draft_lengths();
+          const auto& now = after.spec.draft_lengths();
+          int64_t k = 0;
+          for (size_t j = 0; j < now.size(); ++j)
+            if (now[j] > (j < was.size() ? was[j] : 0)) k = static_cast<int64_t>(j);
+          std::vector<int32_t> committed = prompts[i].ids;
+          committed.insert(committed.end(), before[i].tokens.begin(), before[i].tokens.end());
+          verifies.push_back({i, committed, k, after.accepted.back(), idle[i]});
+          idle[i] = 0;
+        } else if (after.tokens.size() > before[i].tokens.size()) {
+          ++idle[i];  // the prefill's token, then plain decode steps
+        }
+      }
+    }
+    int64_t resumed = 0, longest_idle = 0;
+    for (const Verify& v : verifies) {
+      const std::vector<int32_t> drafts = reference_drafts(v.committed);
+      const std::vector<int32_t>& out = engine.result(ids[v.request]).tokens;
+      const size_t at = v.committed.size() - prompts[v.request].ids.size();  // continuation after the anchor
+      int64_t matched = 0;
+      while (matched < v.drafts && at + static_cast<size_t>(matched) < out.size() &&
+             drafts[static_cast<size_t>(matched)] == out[at + static_cast<size_t>(matched)])
+        ++matched;
+      EXPECT_EQ(v.accepted, matched) << "request " << v.request << " at " << v.committed.size() << " tokens, "
+                                     << v.drafts << " drafts after " << v.idle_before << " steps without";
+      if (v.idle_before > 1) ++resumed;
+      longest_idle = std::max(longest_idle, v.idle_before);
+    }
+    std::printf("pending %lld bytes: %zu verify steps, %lld after a pause, longest pause %lld steps; %s\n",
+                static_cast<long long>(pending_bytes), verifies.size(), static_cast<long long>(resumed),
+                static_cast<long long>(longest_idle), engine.stats().summary().c_str());
+    EXPECT_GE(resumed, 3);
+    EXPECT_GE(longest_idle, 8);  // a probe after a long pause, not only short gaps
+    for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(engine.result(ids[i]).tokens, plain_outputs(kTokens)[i]) << i;
   }
 }
 
