@@ -159,6 +159,11 @@ int main(int argc, char** argv) {
                    c, method, r.tok_s(), r.tokens, r.seconds, engine->steps(), r.calibration_ms,
                    dr ? fmt::format(", tau {:.2f}, {}", r.tau, engine->stats().lengths_summary()) : std::string());
         if (method == "adaptive") fmt::print(stderr, "  step costs: {}\n", engine->step_costs()->describe());
+        if (dr) {
+          const engine::ContextWrites& w = engine->context_writes();
+          fmt::print(stderr, "  drafter context: {} rows in {} writes; {} rows set aside to wait, {} never written\n",
+                     w.rows, w.writes, w.set_aside, w.set_aside - w.caught_up);
+        }
       }
     };
     size_t rotation = 0;

@@ -151,6 +151,8 @@ class Engine {
   int64_t free_kv_blocks() const { return blocks_->free_blocks(); }
   // The decode-step graphs recorded at construction (see ModelRunner).
   const GraphCaptureReport& graphs() const { return graphs_; }
+  // The drafter context written so far, calibration included (benchmarks).
+  const ContextWrites& context_writes() const { return runner_->context_writes(); }
 
  private:
   // How many of `candidates` (the next tokens in order) the request keeps,

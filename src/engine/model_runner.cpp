@@ -130,11 +130,14 @@ GraphCaptureReport ModelRunner::capture_graphs() {
 void ModelRunner::run(const StepPlan& plan, const BlockManager& blocks) {
   if (ranks_ && !dispatching_) return on_every_rank([&](ModelRunner& r) { r.run(plan, blocks); });
   const auto t0 = std::chrono::steady_clock::now();
-  // Rows waiting for their drafter context go in before anyone drafts.
-  if (!pending_.empty() && std::any_of(plan.entries.begin(), plan.entries.end(), [](const ScheduledRequest& e) {
-        return e.kind == ScheduledRequest::Kind::Decode && e.rows > 1;
-      }))
-    flush_context(blocks);
+  // The drafter context of the requests drafting now is complete first.
+  if (!pending_.empty()) {
+    std::vector<RequestId> drafting;
+    for (const ScheduledRequest& e : plan.entries)
+      if (e.kind == ScheduledRequest::Kind::Decode && e.rows > 1) drafting.push_back(e.request->id);
+    std::sort(drafting.begin(), drafting.end());
+    if (!drafting.empty()) flush_context(blocks, &drafting);
+  }
   const size_t n = plan.entries.size();
   std::vector<Seq> seqs;
   seqs.reserve(n);
@@ -407,18 +410,16 @@ void ModelRunner::defer_context(const StepPlan& plan, std::span<const int64_t> k
   int64_t m = 0;
   for (size_t i = 0; i < plan.entries.size(); ++i) m += std::max<int64_t>(keep[i], 0);
   if (m == 0) return;
-  if (static_cast<int64_t>(pending_.size()) + m > pending_capacity_) flush_context(blocks);
-  reserve_pending(static_cast<int64_t>(pending_.size()) + m);
-  // Copied on the backend behind the rows already waiting, one copy per run
-  // of consecutive rows (entries lie in row order; usually one run).
+  if (pending_used_ + m > pending_capacity_) flush_context(blocks);
+  reserve_pending(pending_used_ + m);
+  // Copied on the backend behind the rows already set aside, one copy per
+  // run of consecutive rows (entries lie in row order; usually one run).
   ops::Backend& be = target_.backend();
   const ops::Tensor& taps = target_.taps_tensor();
   const ops::Tensor& store = pending_taps_.t;
   int64_t run_begin = 0, run_rows = 0;
   auto copy_run = [&] {
-    if (run_rows == 0) return;
-    const auto at = static_cast<int64_t>(pending_.size()) - run_rows;
-    be.copy(taps.row_slice(run_begin, run_rows), store.row_slice(at, run_rows));
+    if (run_rows > 0) be.copy(taps.row_slice(run_begin, run_rows), store.row_slice(pending_used_ - run_rows, run_rows));
   };
   for (size_t i = 0; i < plan.entries.size(); ++i) {
     if (keep[i] <= 0) continue;
@@ -429,7 +430,9 @@ void ModelRunner::defer_context(const StepPlan& plan, std::span<const int64_t> k
     }
     run_rows += keep[i];
     const ScheduledRequest& e = plan.entries[i];
-    for (int64_t r = 0; r < keep[i]; ++r) pending_.push_back({e.request->id, e.pos0 + r});
+    std::vector<PendingRow>& rows = pending_[e.request->id];
+    for (int64_t r = 0; r < keep[i]; ++r) rows.push_back({e.pos0 + r, pending_used_++});
+    context_writes_.set_aside += keep[i];
   }
   copy_run();
 }
@@ -440,28 +443,21 @@ void ModelRunner::reserve_pending(int64_t rows) {
   ops::Backend& be = target_.backend();
   const int64_t grown = std::min(pending_capacity_, std::max({rows, options_.max_rows, 2 * pending_taps_.t.rows}));
   ops::OwnedTensor bigger = be.alloc_tensor(taps.dtype, grown, taps.cols);
-  const auto kept = static_cast<int64_t>(pending_.size());
-  if (kept > 0) be.copy(pending_taps_.t.row_slice(0, kept), bigger.t.row_slice(0, kept));
+  if (pending_used_ > 0) be.copy(pending_taps_.t.row_slice(0, pending_used_), bigger.t.row_slice(0, pending_used_));
   pending_taps_ = std::move(bigger);
 }
 
-void ModelRunner::flush_context(const BlockManager& blocks) {
-  if (pending_.empty()) return;
+void ModelRunner::flush_context(const BlockManager& blocks, const std::vector<RequestId>* only) {
   // Per request, runs of consecutive positions, each one sequence of a
-  // write; rows of a request that finished or was preempted since (its
-  // table no longer covers them) are dropped, and of a row set aside twice
-  // (a preempted request computed it again) the later one is written.
-  std::vector<size_t> order(pending_.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return pending_[a].id != pending_[b].id ? pending_[a].id < pending_[b].id : pending_[a].pos < pending_[b].pos;
-  });
-  const ops::DType dt = target_.taps_tensor().dtype;
-  const int64_t width = target_.taps_tensor().cols;
-  const ops::Tensor store = pending_taps_.buffer.view(dt, static_cast<int64_t>(pending_.size()), width);
-  // Writes of at most max_rows rows and max_seqs sequences: the sizes the
-  // drafter's buffers were reserved for (a larger write would move them and
-  // make every recorded graph record again).
+  // write, in writes of at most max_rows rows and max_seqs sequences: the
+  // sizes the drafter's buffers were reserved for (a larger write would
+  // move them and make every recorded graph record again). Rows of a
+  // request that finished or was preempted since (its table no longer
+  // covers them) are dropped; of a row set aside twice (a preempted request
+  // computed it again) the later one is written.
+  if (pending_.empty()) return;
+  const int64_t written_before = context_writes_.rows;
+  const ops::Tensor store = pending_taps_.t.row_slice(0, pending_used_);
   model::BatchContext ctx;
   std::vector<int32_t> rows;
   auto write = [&] {
@@ -469,30 +465,48 @@ void ModelRunner::flush_context(const BlockManager& blocks) {
     ctx.seqs.clear();
     rows.clear();
   };
-  for (size_t k = 0; k < order.size(); ++k) {
-    const Pending& p = pending_[order[k]];
-    if (k + 1 < order.size() && pending_[order[k + 1]].id == p.id && pending_[order[k + 1]].pos == p.pos) continue;
-    if (p.pos >= blocks.capacity(p.id)) continue;
-    model::SeqSlice* last = ctx.seqs.empty() ? nullptr : &ctx.seqs.back();
-    const bool extends = last && pending_[static_cast<size_t>(rows.back())].id == p.id && last->pos0 + last->n_rows == p.pos;
-    if (static_cast<int64_t>(rows.size()) == options_.max_rows ||
-        (!extends && static_cast<int64_t>(ctx.seqs.size()) == options_.max_seqs)) {
-      write();
-      last = nullptr;
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    const RequestId id = it->first;
+    if (only && !std::binary_search(only->begin(), only->end(), id)) {
+      ++it;
+      continue;
     }
-    if (last && extends) {
-      ++last->n_rows;
-    } else {
-      ctx.seqs.push_back({static_cast<int64_t>(rows.size()), 1, p.pos, blocks.table(p.id), false});
+    std::vector<PendingRow>& list = it->second;
+    std::stable_sort(list.begin(), list.end(), [](const PendingRow& a, const PendingRow& b) { return a.pos < b.pos; });
+    const int64_t capacity = blocks.capacity(id);
+    bool fresh = true;  // the next row starts a sequence
+    for (size_t k = 0; k < list.size(); ++k) {
+      const PendingRow& p = list[k];
+      if (k + 1 < list.size() && list[k + 1].pos == p.pos) continue;
+      if (p.pos >= capacity) {
+        fresh = true;
+        continue;
+      }
+      const bool extends = !fresh && ctx.seqs.back().pos0 + ctx.seqs.back().n_rows == p.pos;
+      if (static_cast<int64_t>(rows.size()) == options_.max_rows ||
+          (!extends && static_cast<int64_t>(ctx.seqs.size()) == options_.max_seqs)) {
+        write();
+        fresh = true;
+      }
+      if (!fresh && extends) {
+        ++ctx.seqs.back().n_rows;
+      } else {
+        ctx.seqs.push_back({static_cast<int64_t>(rows.size()), 1, p.pos, blocks.table(id), false});
+      }
+      fresh = false;
+      rows.push_back(static_cast<int32_t>(p.row));
     }
-    rows.push_back(static_cast<int32_t>(order[k]));
+    it = pending_.erase(it);
   }
   write();
-  pending_.clear();
+  if (pending_.empty()) pending_used_ = 0;
+  context_writes_.caught_up += context_writes_.rows - written_before;
 }
 
 void ModelRunner::write_taps(const ops::Tensor& taps, std::span<const int32_t> rows_of, const model::BatchContext& ctx) {
   const auto m = static_cast<int64_t>(rows_of.size());
+  context_writes_.rows += m;
+  ++context_writes_.writes;
   bool consecutive = true;
   for (int64_t i = 1; i < m && consecutive; ++i) consecutive = rows_of[i] == rows_of[0] + i;
   if (consecutive) return drafter_->write_context(taps.row_slice(rows_of[0], m), ctx, *pool_, target_layers_);

@@ -61,6 +61,13 @@ struct RunnerOptions {
   int64_t pending_bytes = int64_t{128} << 20;
 };
 
+// Drafter context writes so far (write_context), for benchmarks: rows
+// written, in how many writes; rows whose taps were set aside to wait, and
+// how many of those have been written since.
+struct ContextWrites {
+  int64_t rows = 0, writes = 0, set_aside = 0, caught_up = 0;
+};
+
 // What capture_graphs did, for the start-up log line.
 struct GraphCaptureReport {
   bool enabled = false;  // false: eager (--enforce-eager, or a backend without graphs)
@@ -114,18 +121,21 @@ class ModelRunner {
   // In a step where nobody drafted (adaptive speculation's k = 0 for every
   // decoding request, prefill chunks, plain rows) the rows wait instead:
   // their taps are copied aside on the backend (one device copy per run of
-  // consecutive rows, usually one a step: no upload, no gather), and their
-  // K/V is written before the next step that drafts for anyone, or when the
-  // taps set aside would pass RunnerOptions::pending_bytes, then in
-  // max_rows-row writes; rows of a request that has finished or lost its
-  // blocks by then are never written. So a request that does not draft
-  // costs about what plain decoding costs (a write is ~8 launches on a GPU:
-  // at a long-context point where nobody drafts, the prompts' writes were
-  // most of adaptive's loss to plain), a request that finishes without
-  // drafting never has its context written, and any request can draft again
-  // any step (its context is complete by then). A step in which someone
-  // drafted writes all its rows at once, as they will be read next step.
+  // consecutive rows, usually one a step: no upload, no gather), and a
+  // request's waiting rows are written in the step in which it next drafts,
+  // before the drafter runs (in writes of at most max_rows rows), or when
+  // the taps set aside would pass RunnerOptions::pending_bytes (then
+  // everyone's); those of a request that finishes or loses its blocks first
+  // are never written. So a request that does not draft costs about what
+  // plain decoding costs (a write is ~6 launches and an upload on a GPU: at
+  // a long-context point where nobody drafts, the prompts' writes were most
+  // of adaptive's loss to plain), one that never drafts never has its
+  // context written, and any request can draft again any step (its context
+  // is complete by then). A step in which someone drafted writes all its
+  // rows at once, as they are likely to be read next step.
   void write_context(const StepPlan& plan, std::span<const int64_t> keep, const BlockManager& blocks);
+
+  const ContextWrites& context_writes() const { return context_writes_; }
 
   int64_t vocab() const { return vocab_; }
   bool has_drafter() const { return drafter_ != nullptr; }
@@ -155,8 +165,9 @@ class ModelRunner {
   int64_t batch_bucket(int64_t n) const;
   int64_t keys_bucket(int64_t keys) const;
   std::vector<Seq> pads(int64_t n, int64_t rows) const;
-  // Writes the waiting rows' drafter context (see write_context).
-  void flush_context(const BlockManager& blocks);
+  // Writes the waiting rows' drafter context (see write_context): of the
+  // requests in `only` (sorted), or of everyone.
+  void flush_context(const BlockManager& blocks, const std::vector<RequestId>* only = nullptr);
   // Sets the committed rows of the step's entries aside (see write_context).
   void defer_context(const StepPlan& plan, std::span<const int64_t> keep, const BlockManager& blocks);
   // Room for `rows` waiting rows' taps, keeping those already there.
@@ -201,15 +212,18 @@ class ModelRunner {
   std::vector<int32_t> tokens_, anchors_, drafts_, tap_rows_, step_host_, verdicts_;
   ops::OwnedTensor step_, sampled_, verdicts_dev_, tap_row_ids_, ctx_taps_;
   size_t src_off_ = 0, ids_idx_off_ = 0, draft_idx_off_ = 0;
-  // Committed rows whose drafter context waits (write_context): which
-  // request and position, their taps in the same order in pending_taps_.
-  struct Pending {
-    RequestId id = 0;
-    int64_t pos = 0;
+  // Committed rows whose drafter context waits (write_context): per request,
+  // the positions in commit order and where their taps are in
+  // pending_taps_, which is filled from the front (pending_used_ rows) and
+  // starts over once nothing waits.
+  struct PendingRow {
+    int64_t pos = 0, row = 0;
   };
-  std::vector<Pending> pending_;
+  std::map<RequestId, std::vector<PendingRow>> pending_;
   ops::OwnedTensor pending_taps_;
+  int64_t pending_used_ = 0;
   int64_t pending_capacity_ = 0;  // rows (RunnerOptions::pending_bytes)
+  ContextWrites context_writes_;
 
   // Tensor parallelism: the other ranks' runners and threads; whether this
   // step gathers the logits; whether a call is already running on every rank.
