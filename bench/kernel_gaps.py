@@ -2,14 +2,17 @@
 """GPU idle time between kernels, per replayed CUDA graph, from a timeline
 written by bench/libkernel_timeline.so (bench/kernel_timeline.cpp).
 
-  python3 bench/kernel_gaps.py t.csv [--top 3]
+  python3 bench/kernel_gaps.py t.csv [--top 3] [--by-kernel]
 
 A graph launch is the kernels sharing one (graph id, correlation id). For each
 graph replayed at least 5 times: kernels per launch, and the median over its
 launches of the span (first start to last end), the busy time (the union of
 its kernels' intervals: programmatic dependent launch lets neighbours
 overlap) and the idle time (span - busy), with the kernel pairs whose gaps
-cost the most (median over launches).
+cost the most (median over launches). --by-kernel adds, for the most
+replayed graph, where its time goes: per kernel and grid (one GEMM shape, one
+attention launch shape), the launches per replay and their summed duration
+(median over replays).
 """
 import argparse
 import collections
@@ -67,6 +70,27 @@ def overall(path, label):
           f"{len(starts)} graph replays, median period {period:.0f} us |")
 
 
+def by_kernel(launches, label):
+    """Per (kernel, grid): count per launch and the median over launches of its summed time."""
+    per = collections.defaultdict(list)
+    for ks in launches:
+        sums, counts = collections.defaultdict(float), collections.defaultdict(int)
+        for s, e, name, grid in ks:
+            sums[(short(name), grid)] += (e - s) / 1e3
+            counts[(short(name), grid)] += 1
+        for key, v in sums.items():
+            per[key].append((v, counts[key]))
+    n = len(launches)
+    rows = sorted(((statistics.median(v for v, _ in vs), vs[0][1], key) for key, vs in per.items()
+                   if len(vs) * 2 >= n), reverse=True)
+    total = sum(r[0] for r in rows)
+    print(f"\n{label}: kernel time per replay by kernel and grid (sum {total:.1f} us)\n")
+    print("| kernel | grid | per replay | us | share |")
+    print("|---|---|---|---|---|")
+    for us, count, (name, grid) in rows:
+        print(f"| {name} | {grid} | {count} | {us:.1f} | {100 * us / total:.1f}% |")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("csv")
@@ -75,6 +99,8 @@ def main():
     ap.add_argument("--overall", action="store_true",
                     help="one line for the whole run instead: how busy the GPU was between its first and last "
                          "kernel, and the period between graph replays (a serving loop's step)")
+    ap.add_argument("--by-kernel", action="store_true",
+                    help="also: the most replayed graph's kernel time by kernel and grid")
     a = ap.parse_args()
     if a.overall:
         overall(a.csv, a.label)
@@ -83,7 +109,7 @@ def main():
     for r in csv.DictReader(open(a.csv)):
         if r["graph_id"] != "0":
             launches[(int(r["graph_id"]), int(r["correlation_id"]))].append(
-                (int(r["start_ns"]), int(r["end_ns"]), r["name"]))
+                (int(r["start_ns"]), int(r["end_ns"]), r["name"], r.get("grid", "")))
     by_graph = collections.defaultdict(list)
     for (g, _), ks in launches.items():
         by_graph[g].append(sorted(ks))
@@ -94,7 +120,7 @@ def main():
         spans, busys, idles = [], [], []
         gap_at = collections.defaultdict(list)
         for ks in by_graph[g]:
-            t0, t1 = ks[0][0], max(e for _, e, _ in ks)
+            t0, t1 = ks[0][0], max(k[1] for k in ks)
             busy, gaps = busy_and_gaps(ks)
             for i, gap in gaps:
                 gap_at[(i, short(ks[i - 1][2]), short(ks[i][2]))].append(gap)
@@ -111,6 +137,8 @@ def main():
         span, busy, idle = statistics.median(spans), statistics.median(busys), statistics.median(idles)
         print(f"| {a.label} | {g} | {n} | {len(by_graph[g][0])} | {span:.1f} | {busy:.1f} | {idle:.1f} | "
               f"{100 * idle / span:.1f} | {worst_s} |")
+    if a.by_kernel and graphs:
+        by_kernel(by_graph[graphs[0]], a.label)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ namespace {
 struct KernelSpan {
   uint64_t start, end;
   uint32_t graph_id, correlation_id;
+  std::string grid;  // "x.y.z": tells apart launches of one kernel at different shapes
   std::string name;
 };
 
@@ -41,7 +42,9 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
   while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
     if (record->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && record->kind != CUPTI_ACTIVITY_KIND_KERNEL) continue;
     const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-    g_spans.push_back({k->start, k->end, k->graphId, k->correlationId, k->name ? k->name : "?"});
+    const std::string grid =
+        std::to_string(k->gridX) + "." + std::to_string(k->gridY) + "." + std::to_string(k->gridZ);
+    g_spans.push_back({k->start, k->end, k->graphId, k->correlationId, grid, k->name ? k->name : "?"});
   }
   std::free(buffer);
 }
@@ -52,10 +55,11 @@ void write_timeline() {
   std::FILE* f = std::fopen(path && *path ? path : "kernel_timeline.csv", "w");
   if (!f) return;
   std::lock_guard<std::mutex> lock(g_mutex);
-  std::fprintf(f, "start_ns,end_ns,graph_id,correlation_id,name\n");
+  std::fprintf(f, "start_ns,end_ns,graph_id,correlation_id,grid,name\n");
   for (const KernelSpan& s : g_spans)
-    std::fprintf(f, "%llu,%llu,%u,%u,%s\n", static_cast<unsigned long long>(s.start),
-                 static_cast<unsigned long long>(s.end), s.graph_id, s.correlation_id, s.name.c_str());
+    std::fprintf(f, "%llu,%llu,%u,%u,%s,%s\n", static_cast<unsigned long long>(s.start),
+                 static_cast<unsigned long long>(s.end), s.graph_id, s.correlation_id, s.grid.c_str(),
+                 s.name.c_str());
   std::fclose(f);
   std::fprintf(stderr, "kernel_timeline: %zu kernels written\n", g_spans.size());
 }
