@@ -20,6 +20,7 @@ namespace {
 template <int V, int kIters>
 __global__ void __launch_bounds__(1024) add_rmsnorm_kernel(float* residual, int64_t ldr, const bf16* delta, int64_t ldd,
                                    const bf16* __restrict__ w, bf16* y, int64_t ldy, int64_t cols, float eps) {
+  let_dependents_launch();  // the next qkv or gate_up projection
   float* rr = residual + blockIdx.x * ldr;
   const bf16* dr = delta + blockIdx.x * ldd;
   bf16* yr = y + blockIdx.x * ldy;

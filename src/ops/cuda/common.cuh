@@ -11,6 +11,13 @@ namespace flashdraft::ops::cuda {
 
 using bf16 = __nv_bfloat16;
 
+// For a short kernel that a GEMM follows: lets that GEMM (launched as a
+// programmatic dependent) be scheduled now, so its blocks request their first
+// weight tiles while this kernel runs; the GEMM waits for this grid's results
+// (griddepcontrol.wait) before it reads them. A no-op before kernels launched
+// without the attribute.
+__device__ __forceinline__ void let_dependents_launch() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
+
 // V consecutive elements moved as one access: 8 bf16 or 4 f32 is one 16-byte
 // load, which is what saturates HBM; narrower V serves rows that are not
 // 16-byte aligned (the caller picks V with vector_elems()).

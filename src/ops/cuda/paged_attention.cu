@@ -618,6 +618,8 @@ __global__ void __launch_bounds__(HD)
                                   bf16* __restrict__ out, int64_t out_ld, int n_rows, int n_heads, int slots) {
   // Launched as a programmatic dependent: it may start while the attention grid drains.
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  // And lets the output projection (a GEMM) be scheduled while this runs.
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   extern __shared__ float2 s_w[];  // per slot: (m, l), then the weights (a, b); b < 0: an empty split
   __shared__ float s_l;
   const int w = blockIdx.x;  // row * n_heads + head

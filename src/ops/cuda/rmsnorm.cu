@@ -15,6 +15,7 @@ namespace {
 template <int V, class X>
 __global__ void rmsnorm_kernel(const X* x, int64_t ldx, const bf16* __restrict__ w, bf16* y, int64_t ldy,
                                int64_t cols, float eps) {
+  let_dependents_launch();  // the qkv projection or the lm head
   const X* xr = x + blockIdx.x * ldx;
   bf16* yr = y + blockIdx.x * ldy;
   float sum = 0.f;

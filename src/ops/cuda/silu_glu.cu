@@ -17,6 +17,7 @@ constexpr int kThreads = 256;
 template <int V>
 __global__ void silu_glu_kernel(const bf16* gate_up, int64_t ld_in, bf16* out, int64_t ld_out, int64_t rows,
                                 int64_t inter) {
+  let_dependents_launch();  // the down projection
   const int64_t c = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * V;
   if (c >= inter) return;
   for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
