@@ -34,10 +34,25 @@ if [[ ! -f /usr/local/cuda/include/nccl.h ]]; then
     export LD_LIBRARY_PATH=$(dirname "$nccl_lib"):$LD_LIBRARY_PATH
   fi
 fi
+# The tree arrives as a copy whose timestamps need not be newer than the
+# objects an earlier call left in build-gpu (copied mtimes, another machine's
+# clock): touch every source whose content changed since the last build, so
+# that ninja rebuilds it; a build directory without that record is rebuilt
+# whole once. (A file changed while only other targets were built counts as
+# seen: build everything, no targets, when in doubt.)
+mkdir -p build-gpu
+find src tests bench tools -type f \( -name '*.cu' -o -name '*.cuh' -o -name '*.cpp' -o -name '*.h' -o -name '*.txt' \) \
+  -print0 2>/dev/null | sort -z | xargs -0 sha1sum >build-gpu/.sources.new || true
+if [[ -f build-gpu/.sources ]]; then
+  { diff build-gpu/.sources build-gpu/.sources.new || true; } | sed -n 's/^> [0-9a-f]*  //p' | xargs -r touch
+elif [[ -f build-gpu/build.ninja ]]; then
+  sed 's/^[0-9a-f]*  //' build-gpu/.sources.new | xargs -r touch
+fi
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
   -DFLASHDRAFT_BENCH=ON "${nccl_args[@]}" >build-gpu.configure.log 2>&1 || { cat build-gpu.configure.log; return 1 2>/dev/null || exit 1; }
 if ! cmake --build build-gpu -j"$(nproc)" ${1:+--target "$@"} >build-gpu.log 2>&1; then
   grep -E "error|Error" -A3 build-gpu.log | head -60; echo "device build failed (build-gpu.log)"; return 1 2>/dev/null || exit 1
 fi
+mv build-gpu/.sources.new build-gpu/.sources
 echo "device build ok"
 set +eo pipefail
