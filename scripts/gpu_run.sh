@@ -2,7 +2,7 @@
 # One call on the lent GPU machine: build (scripts/device_build.sh), then the
 # GPU tests and benchmarks, logs under $OUT (default ./gpu-out). Needs
 # .carry (scripts/device_fetch_debs.sh: packages and configs) carried with the call.
-# Usage: bash scripts/gpu_run.sh [tests] [bench] [cycle] [peer] [timeline] [tp] [attention] [profile] [rope]
+# Usage: bash scripts/gpu_run.sh [tests] [bench] [cycle] [peer] [timeline] [tp] [attention] [profile] [rope] [agreement]
 #   (default: tests bench attention)
 # (A call returns at most 8 files: run profile apart from attention.)
 set -uo pipefail
@@ -49,8 +49,14 @@ if [[ $what == *timeline* ]]; then
     CUDA_INJECTION64_PATH=$PWD/build-gpu/bench/libkernel_timeline.so FD_TIMELINE=/tmp/timeline_$1_$2.csv \
       build-gpu/bench/bench_cycle --target .carry/configs/qwen3-8b --drafter .carry/configs/qwen3-8b-dflash-b16 \
       --contexts $1 --batches $2 --reps 20 >/dev/null 2>/tmp/timeline_$1_$2.err || tail -3 /tmp/timeline_$1_$2.err
-    python3 bench/kernel_gaps.py /tmp/timeline_$1_$2.csv --top 2 --label "ctx $1 batch $2" | { [[ $1$2 == 10241 ]] && cat || tail -n +3; }
+    python3 bench/kernel_gaps.py /tmp/timeline_$1_$2.csv --top 2 --label "ctx $1 batch $2" $([[ $1$2 == 10241 ]] && echo --by-kernel) \
+    | { [[ $1$2 == 10241 ]] && cat || tail -n +3; }
   done 2>&1 | tee "$out/kernel_gaps.txt"
+fi
+if [[ $what == *agreement* ]]; then
+  # The peer for the CPU-vs-GPU agreement figure: transformers' fp32 vs bf16 greedy output (~8 minutes).
+  python3 tools/peer_bf16_agreement.py --model models/target --prompts tests/fixtures/engine/humaneval.jsonl 2>&1 \
+    | grep -v Warning | tail -3 | tee "$out/peer_agreement.log"
 fi
 if [[ $what == *rope* ]]; then
   # transformers' own RoPE tables (tests/fixtures/rope, one tarball back), then the test against them.
