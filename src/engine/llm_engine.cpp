@@ -210,6 +210,7 @@ bool Engine::finish_outside_step(RequestId id, FinishReason reason) {
   Request& r = *it->second;
   scheduler_->finish(r, reason);
   if (acceptance_) acceptance_->forget(id);
+  runner_->forget(id);
   r.finished_at = std::chrono::steady_clock::now();
   unreported_.push_back(id);
   return true;
@@ -334,6 +335,7 @@ std::vector<StepOutput> Engine::step() {
     r->finished_at = std::chrono::steady_clock::now();
     scheduler_->finish(*r, finish_reason_of(r->stop));
     if (acceptance_) acceptance_->forget(r->id);
+    runner_->forget(r->id);
   }
   in_step_ = false;
   apply_deferred();

@@ -437,6 +437,12 @@ void ModelRunner::defer_context(const StepPlan& plan, std::span<const int64_t> k
   copy_run();
 }
 
+void ModelRunner::forget(RequestId id) {
+  // Host bookkeeping only: the ranks' runners are idle between steps.
+  for (auto& peer : peers_) peer->forget(id);
+  if (pending_.erase(id) > 0 && pending_.empty()) pending_used_ = 0;
+}
+
 void ModelRunner::reserve_pending(int64_t rows) {
   const ops::Tensor& taps = target_.taps_tensor();
   if (pending_taps_.t.rows >= rows && pending_taps_.t.cols == taps.cols) return;

@@ -136,6 +136,9 @@ class ModelRunner {
   void write_context(const StepPlan& plan, std::span<const int64_t> keep, const BlockManager& blocks);
 
   const ContextWrites& context_writes() const { return context_writes_; }
+  // A finished request: its rows still waiting are never written (between
+  // steps; every rank).
+  void forget(RequestId id);
 
   int64_t vocab() const { return vocab_; }
   bool has_drafter() const { return drafter_ != nullptr; }
