@@ -6,7 +6,9 @@
 // acceptance on the backend (Backend::accept over every entry's logits rows,
 // each request's own seed and filters), and, once the engine knows what was
 // committed, one batched write of the drafter's context K/V for the newly
-// committed rows. Stops and request state are the engine's business.
+// committed rows (or, in a step where nobody drafted, their taps set aside
+// until their request drafts: write_context). Stops and request state are
+// the engine's business.
 //
 // A step's inputs go up in three uploads (drafter, target, sampling), its
 // drafts never leave the backend before the target has verified them (the
