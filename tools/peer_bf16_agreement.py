@@ -10,12 +10,15 @@ bf16 on the same GPU.
       --prompts tests/fixtures/engine/humaneval.jsonl [--max-new 128] [--limit N]
 """
 import argparse
-import json
+import os
+import sys
 import time
 
 import torch
-from tokenizers import Tokenizer
 from transformers import AutoModelForCausalLM
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "reference"))
+from measure_humaneval import eos_ids_of, load_prompts  # noqa: E402
 
 
 def greedy(model, ids, max_new, eos):
@@ -31,12 +34,9 @@ def main():
     ap.add_argument("--max-new", type=int, default=128)
     ap.add_argument("--limit", type=int, default=0)
     a = ap.parse_args()
-    tok = Tokenizer.from_file(f"{a.model}/tokenizer.json")
-    eos = json.load(open(f"{a.model}/generation_config.json"))["eos_token_id"]
-    eos = eos if isinstance(eos, list) else [eos]
-    rows = [json.loads(line) for line in open(a.prompts) if line.strip()]
-    rows = rows[: a.limit] if a.limit else rows
-    prompts = [tok.encode(r["prompt"]).ids for r in rows]
+    rows, tok = load_prompts(a.prompts, f"{a.model}/tokenizer.json", a.limit or None)
+    prompts = [ids for _, ids in rows]
+    eos = eos_ids_of(a.model, tok)
     outs = {}
     for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
         model = AutoModelForCausalLM.from_pretrained(a.model, dtype=dtype).to("cuda").eval()
