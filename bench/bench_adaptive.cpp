@@ -155,8 +155,9 @@ int main(int argc, char** argv) {
         r.mean_draft = engine->stats().mean_draft_length();
         r.calibration_ms = engine->calibration().seconds * 1e3;
         runs.push_back(r);
-        fmt::print(stderr, "{} c={} {}: {:.1f} tok/s ({} tokens, {:.1f} s, {} steps, calibration {:.0f} ms){}\n", point,
-                   c, method, r.tok_s(), r.tokens, r.seconds, engine->steps(), r.calibration_ms,
+        fmt::print(stderr, "{} c={} {}: {:.1f} tok/s ({} tokens, {:.1f} s, {} steps, {} met a graph first, "
+                   "calibration {:.0f} ms){}\n", point, c, method, r.tok_s(), r.tokens, r.seconds, engine->steps(),
+                   engine->recording_steps(), r.calibration_ms,
                    dr ? fmt::format(", tau {:.2f}, {}", r.tau, engine->stats().lengths_summary()) : std::string());
         if (method == "adaptive") fmt::print(stderr, "  step costs: {}\n", engine->step_costs()->describe());
         if (dr) {

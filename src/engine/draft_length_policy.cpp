@@ -86,7 +86,8 @@ namespace {
 // each u's step is summed afresh (no per-request state to move) and its
 // expected tokens come from the per-position sums of the requests' rates:
 // O(requests x lengths) additions, no allocation per length.
-std::vector<int64_t> choose_one_length(std::span<const DraftCandidate> candidates, const StepCostModel& costs) {
+std::vector<int64_t> choose_one_length(std::span<const DraftCandidate> candidates, const StepCostModel& costs,
+                                       std::span<const int64_t> lengths) {
   StepShape fixed;
   double fixed_tokens = 0;
   int64_t most = 0, adaptive = 0;
@@ -113,6 +114,7 @@ std::vector<int64_t> choose_one_length(std::span<const DraftCandidate> candidate
   int64_t best_u = 0;
   for (int64_t u = 0; u <= most; ++u) {
     if (u > 0) tokens += accepted[static_cast<size_t>(u - 1)];
+    if (u > 0 && !lengths.empty() && std::find(lengths.begin(), lengths.end(), u) == lengths.end()) continue;
     StepShape s = fixed;
     for (const DraftCandidate& c : candidates)
       if (!c.fixed) s.add_decode(c.context, 1 + u, c.draft_block);
@@ -131,7 +133,7 @@ std::vector<int64_t> choose_one_length(std::span<const DraftCandidate> candidate
 
 std::vector<int64_t> choose_draft_lengths(std::span<const DraftCandidate> candidates, const StepCostModel& costs,
                                           const DraftOptions& options) {
-  if (options.one_length) return choose_one_length(candidates, costs);
+  if (options.one_length) return choose_one_length(candidates, costs, options.lengths);
   const size_t n = candidates.size();
   std::vector<int64_t> k(n, 0);
   int64_t most = 0;

@@ -46,6 +46,9 @@ struct DraftCandidate {
 
 struct DraftOptions {
   bool one_length = false;  // every adaptive request verifies the same length (see above)
+  // With one_length: the shared lengths to choose among (ModelRunner::
+  // graph_draft_lengths); empty: 0 .. the longest max_drafts.
+  std::vector<int64_t> lengths;
 };
 
 // Draft lengths, one per candidate.

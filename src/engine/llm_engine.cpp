@@ -119,6 +119,7 @@ void Engine::choose_draft_rows(std::span<ScheduledRequest> decodes) {
   if (!calibrated_) calibrate_costs();
   DraftOptions options;
   options.one_length = runner_->graphs_enabled();
+  if (options.one_length) options.lengths = runner_->graph_draft_lengths();
   const std::vector<int64_t> k = choose_draft_lengths(candidates_, *costs_, options);
   for (size_t i = 0; i < decodes.size(); ++i) decodes[i].rows = 1 + k[i];
 }
@@ -252,6 +253,7 @@ std::vector<StepOutput> Engine::step() {
     ~InStep() { flag = false; }
   } in_step(in_step_);
   runner_->run(plan, *blocks_);
+  if (runner_->last_run_recorded()) ++recording_steps_;
 
   const size_t n = plan.entries.size();
   std::vector<int64_t> keep(n, 0);
@@ -319,7 +321,7 @@ std::vector<StepOutput> Engine::step() {
     }
   }
   runner_->write_context(plan, keep, *blocks_);
-  if (costs_ && costs_->learning()) {
+  if (costs_ && costs_->learning() && !runner_->last_run_recorded()) {
     StepShape shape;
     for (const ScheduledRequest& e : plan.entries) {
       if (e.kind == ScheduledRequest::Kind::Decode) {

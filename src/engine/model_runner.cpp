@@ -64,6 +64,10 @@ ModelRunner::ModelRunner(model::Qwen3Model& target, model::DFlashDrafter* drafte
     if (b < options_.max_seqs) buckets_.push_back(b);
   for (int64_t b = 8; b < options_.max_seqs; b += 8) buckets_.push_back(b);
   buckets_.push_back(options_.max_seqs);
+  if (drafter_ && options_.spec_rows > 1) {
+    for (int64_t rows = 1; rows < options_.spec_rows; rows *= 2) graph_lengths_.push_back(rows - 1);
+    graph_lengths_.push_back(options_.spec_rows - 1);
+  }
   // Recorded steps name their buffers: size them all now, for the largest
   // step, so that none moves later (a move means recording again).
   const model::BatchLimits limits{options_.max_rows, options_.max_seqs, options_.max_keys, block_size};
@@ -106,7 +110,8 @@ GraphCaptureReport ModelRunner::capture_graphs() {
   if (!graphs_on_) return report;
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<int64_t> row_counts{1};
-  if (drafter_ && options_.spec_rows > 1) row_counts.push_back(options_.spec_rows);
+  for (int64_t k : graph_lengths_)
+    if (k > 0) row_counts.push_back(1 + k);
   for (int64_t b : buckets_) {
     for (int64_t r : row_counts) {
       if (b * r > options_.max_rows) continue;
@@ -343,10 +348,12 @@ void ModelRunner::enqueue_step() {
 }
 
 void ModelRunner::launch(const GraphKey* key) {
+  recorded_ = false;
   if (!key) return enqueue_step();
   Recorded& g = graphs_[*key];
   const uint64_t moves = model::buffer_moves();
   if (g.graph && g.moves == moves) return g.graph->replay();
+  recorded_ = true;
   if (!g.warmed || g.moves != moves) {
     // First meeting (or the buffers moved): run it, which also sizes what
     // ops size lazily, and record next time.

@@ -86,10 +86,22 @@ class ModelRunner {
               const RunnerOptions& options = {});
 
   // Records the decode graphs of every batch bucket at the shortest context
-  // bucket, for plain rows and (with a drafter) full speculation. Longer
-  // contexts are recorded when first met.
+  // bucket, for plain rows and (with a drafter) every length of
+  // graph_draft_lengths(). Longer contexts are recorded when first met.
   GraphCaptureReport capture_graphs();
   bool graphs_enabled() const { return graphs_on_; }
+  // The draft lengths whose decode steps are recorded at start-up: 0, then
+  // 2^i - 1 below the drafter's block, then spec_rows - 1 (0 1 3 7 15 for a
+  // 16-row block). Adaptive speculation chooses among these where steps are
+  // replayed: any other length would record a graph mid-run (two slow
+  // steps of a millisecond or more, each new length at each context bucket).
+  // Verifying a few drafts more costs little on a GPU at the batches where
+  // drafting pays. Empty without graphs or a drafter.
+  const std::vector<int64_t>& graph_draft_lengths() const { return graph_lengths_; }
+  // Whether the last run() ran a step first met (eagerly, to size lazily
+  // sized buffers) or recorded one: slower than the step will be from then
+  // on, so not a measurement of what it costs.
+  bool last_run_recorded() const { return recorded_; }
   // Host time of the last run() until it waited for the backend, plus that
   // of the write_context() after it (benchmarks).
   double last_host_seconds() const { return host_seconds_; }
@@ -193,8 +205,8 @@ class ModelRunner {
   std::unique_ptr<model::KVPool> pool_;
   std::vector<int32_t> scratch_table_;  // blocks past the block manager's, for pads
 
-  bool graphs_on_ = false;
-  std::vector<int64_t> buckets_;
+  bool graphs_on_ = false, recorded_ = false;
+  std::vector<int64_t> buckets_, graph_lengths_;
   struct Recorded {
     std::unique_ptr<ops::Graph> graph;
     uint64_t moves = 0;  // model::buffer_moves() when recorded

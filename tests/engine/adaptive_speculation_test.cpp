@@ -1,6 +1,7 @@
 // The pieces of adaptive speculation without a model: the step cost model's
 // fit, the acceptance estimate, and the draft length policy's choices under
 // cost models given outright (no clock).
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include <array>
@@ -211,6 +212,29 @@ DraftCandidate candidate(int64_t context, int64_t max_drafts, double rate) {
   return c;
 }
 
+// The shared length of `lengths` with the most expected tokens per second, by brute force.
+int64_t best_shared_length(const std::vector<DraftCandidate>& c, const StepCostModel& costs,
+                           const std::vector<int64_t>& lengths) {
+  double best = 0;
+  int64_t best_u = -1;
+  for (int64_t u : lengths) {
+    StepShape s;
+    double tokens = 0;
+    for (const auto& x : c) {
+      s.add_decode(x.context, 1 + u);
+      tokens += expected_tokens(x, u);
+    }
+    if (tokens / costs.predict(s) > best) best = tokens / costs.predict(s), best_u = u;
+  }
+  return best_u;
+}
+
+std::vector<int64_t> all_lengths(int64_t k) {
+  std::vector<int64_t> all;
+  for (int64_t u = 0; u <= k; ++u) all.push_back(u);
+  return all;
+}
+
 // The acceptance a real history gives, through AcceptanceEstimate.
 DraftCandidate from_history(int64_t context, int64_t k, int64_t accepted_each_step) {
   AcceptanceEstimate est(k);
@@ -285,20 +309,26 @@ TEST(DraftLengthPolicy, OneLengthPerStepWhereGraphsReplay) {
   std::vector<DraftCandidate> c;
   for (int i = 0; i < 8; ++i) c.push_back(i == 2 || i == 5 ? candidate(200, 15, 0.999) : candidate(200, 15, 0.05));
   c.push_back(candidate(200, 3, 0.999));
-  const auto k = choose_draft_lengths(c, costs, DraftOptions{.one_length = true});
+  const auto k = choose_draft_lengths(c, costs, DraftOptions{.one_length = true, .lengths = {}});
   for (int64_t x : k) EXPECT_EQ(x, k[0]);
-  double best = 0;
-  int64_t best_u = -1;
-  for (int64_t u = 0; u <= 15; ++u) {
-    StepShape s;
-    double tokens = 0;
-    for (const auto& x : c) {
-      s.add_decode(x.context, 1 + u);
-      tokens += expected_tokens(x, u);
-    }
-    if (tokens / costs.predict(s) > best) best = tokens / costs.predict(s), best_u = u;
-  }
-  EXPECT_EQ(k[0], best_u);
+  EXPECT_EQ(k[0], best_shared_length(c, costs, all_lengths(15)));
+}
+
+TEST(DraftLengthPolicy, OnlyRecordedLengthsWhereGraphsReplay) {
+  // Drafts that pass for 5 positions and then fail: 5 would be best, but
+  // only 0 1 3 7 15 have recorded graphs, so the best of those.
+  const StepCostModel costs(kCpuLike);
+  std::vector<DraftCandidate> c{candidate(200, 15, 0.999), candidate(200, 15, 0.999)};
+  for (auto& x : c)
+    for (size_t j = 5; j < x.accept.size(); ++j) x.accept[j] = 1e-3 * x.accept[j];
+  ASSERT_EQ(best_shared_length(c, costs, all_lengths(15)), 5);
+  const std::vector<int64_t> ladder{0, 1, 3, 7, 15};
+  DraftOptions options;
+  options.one_length = true;
+  options.lengths = ladder;
+  const auto k = choose_draft_lengths(c, costs, options);
+  for (int64_t x : k) EXPECT_EQ(x, k[0]);
+  EXPECT_EQ(k[0], best_shared_length(c, costs, ladder));
 }
 
 TEST(DraftLengthPolicy, NeverMoreThanARequestCanUse) {

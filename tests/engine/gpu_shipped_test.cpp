@@ -153,10 +153,23 @@ TEST_P(GpuGraphs, SameTokensAsEager) {
     for (size_t i = 0; i < runs[0].tokens.size(); ++i)
       if (runs[0].tokens[i] != runs[1].tokens[i] && ++differ <= 3)
         ADD_FAILURE() << humaneval_prompts()[i].task_id << " differs between graphs and eager";
-    std::printf("[gpu graphs] %s, %lld running, %s: %d of %zu prompts differ between graphs and eager\n",
+    std::printf("[gpu graphs] %s, %lld running, %s: %d of %zu prompts differ between graphs and eager; "
+                "%lld steps met a graph first, draft lengths %s\n",
                 m.drafter ? m.drafter : "plain", static_cast<long long>(m.running),
-                params.temperature > 0 ? "seeded sampling" : "greedy", differ, runs[0].tokens.size());
+                params.temperature > 0 ? "seeded sampling" : "greedy", differ, runs[0].tokens.size(),
+                static_cast<long long>(runs[0].recording_steps), runs[0].stats.lengths_summary().c_str());
     EXPECT_EQ(differ, 0);
+    // Every prompt with its answer fits the first context bucket (1024
+    // keys), whose graphs start-up records, adaptive's lengths included:
+    // none is recorded mid-run, and only recorded lengths are chosen.
+    EXPECT_EQ(runs[0].recording_steps, 0);
+    const std::vector<int64_t>& lengths = runs[0].stats.draft_lengths();
+    for (size_t k = 0; k < lengths.size(); ++k) {
+      const bool recorded = k == 0 || k == 1 || k == 3 || k == 7 || k == 15;
+      if (!recorded) {
+        EXPECT_EQ(lengths[k], 0) << "draft length " << k << " has no graph recorded at start-up";
+      }
+    }
   }
 }
 

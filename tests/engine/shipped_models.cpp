@@ -73,6 +73,7 @@ RunResult run_all(model::DFlashDrafter* drafter, const EngineConfig& config, con
   }
   r.stats = engine.stats();
   r.preemptions = engine.preemptions();
+  r.recording_steps = engine.recording_steps();
   return r;
 }
 
