@@ -491,11 +491,12 @@ std::vector<Point> explore_points() {
   pts.push_back({"decode", 32, 8192, 1, causal, 32, 8, false, 0});
   pts.push_back({"decode", 32, 8192, 1, causal, 32, 8, true, 0, 128});
   for (int g : {8, 32, 64}) pts.push_back({"decode", 1, 32768, 1, causal, 32, 8, true, g});
-  for (int g : {4, 8}) pts.push_back({"decode", 1, 8192, 1, causal, 32, 8, true, g});
+  for (int g : {4, 8, 16, 32}) pts.push_back({"decode", 1, 8192, 1, causal, 32, 8, true, g});
+  for (int g : {16, 32}) pts.push_back({"decode", 1, 16384, 1, causal, 32, 8, true, g});
   pts.push_back({"decode", 1, 1024, 1, causal, 32, 8, true, 1});
   pts.push_back({"decode", 32, 1024, 1, causal, 32, 8, true, 2});
   for (int sk : {128, 256, 512, 1024}) {
-    for (int ctx : {1024, 4096, 16384, 32768}) pts.push_back({"decode", 1, ctx, 1, causal, 32, 8, true, 0, 16, sk});
+    for (int ctx : {1024, 4096, 8192, 16384, 32768}) pts.push_back({"decode", 1, ctx, 1, causal, 32, 8, true, 0, 16, sk});
     pts.push_back({"block16_causal", 1, 1024, 16, causal, 32, 8, true, 0, 16, sk});
     pts.push_back({"decode", 32, 8192, 1, causal, 32, 8, true, 0, 16, sk});
     pts.push_back({"prefill2048", 1, 0, 2048, causal, 32, 8, true, 0, 16, sk});

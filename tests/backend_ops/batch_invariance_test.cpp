@@ -107,12 +107,11 @@ TEST_P(BatchInvariance, AttentionRowDoesNotDependOnTheBatch) {
   Backend& be = *be_;
   const DType dt = be.activation_dtype();
   const int64_t nh = 32, nkv = 8, hd = 128, bs = 16, kv = nkv * hd, q_dim = nh * hd;
-  const int32_t C = 3001;
-  // Pool: the sequence of interest owns blocks [0, 200); 7 others own theirs after.
+  // Pool: the sequence of interest owns blocks [0, 300); 7 others own theirs after.
   const std::vector<int32_t> others_ctx = {5000, 17, 1200, 64, 2999, 300, 8191};
-  int32_t next_block = 200;
+  int32_t next_block = 300;
   std::vector<std::vector<int32_t>> tables(1 + others_ctx.size());
-  for (int32_t b = 0; b < 200; ++b) tables[0].push_back(b);
+  for (int32_t b = 0; b < 300; ++b) tables[0].push_back(b);
   for (size_t o = 0; o < others_ctx.size(); ++o)
     for (int32_t b = 0; b * bs < others_ctx[o] + 16; ++b) tables[o + 1].push_back(next_block++);
   const int64_t slots = int64_t{next_block} * bs;
@@ -124,6 +123,7 @@ TEST_P(BatchInvariance, AttentionRowDoesNotDependOnTheBatch) {
 
   // The sequence of interest gets `rows` rows from position C - at (row `at`
   // is the row of interest), then (if crowd) each other sequence 16 rows.
+  int32_t C = 0;
   const auto run = [&](int32_t rows, int32_t at, bool crowd, const AttentionMask& mask) {
     std::vector<int32_t> q_start = {0}, pos0, bt, positions;
     const size_t n_seqs = crowd ? tables.size() : 1;
@@ -159,21 +159,26 @@ TEST_P(BatchInvariance, AttentionRowDoesNotDependOnTheBatch) {
     return download(be, out.t.row_slice(at, 1));
   };
   // Prefill chunks around the row: (rows, index of the row of interest). Splits
-  // restart every 512 keys: chunks that start inside a split, at one (2560) and
-  // span several, and chunks whose 32-position M tiles are aligned differently.
+  // restart every 128 keys up to 1024, every 256 up to 4096, then every 512:
+  // chunks that start inside a split, at one (2560) and span several (and, at
+  // C = 4500, span the 256 -> 512 change at 4096), and chunks whose
+  // 32-position M tiles are aligned differently.
   const std::vector<std::pair<int32_t, int32_t>> chunks = {{256, 100}, {1100, 1000}, {500, 441}, {77, 13}};
-  for (const auto& [name, mask] : {std::pair<const char*, AttentionMask>{"causal", AttentionMask{true, 0}},
-                                   {"sliding 2048", AttentionMask{true, 2048}}}) {
-    SCOPED_TRACE(name);
-    const auto decode = run(1, 0, false, mask);
-    EXPECT_TRUE(same_bits(run(16, 0, false, mask).data(), decode.data(), q_dim)) << "verify row 0 vs decode";
-    EXPECT_TRUE(same_bits(run(1, 0, true, mask).data(), decode.data(), q_dim)) << "decode among 7 others";
-    EXPECT_TRUE(same_bits(run(16, 0, true, mask).data(), decode.data(), q_dim)) << "verify row 0 among 7 others";
-    for (const auto& [rows, at] : chunks) {
-      EXPECT_TRUE(same_bits(run(rows, at, false, mask).data(), decode.data(), q_dim))
-          << "row " << at << " of a " << rows << "-row prefill chunk vs decode";
-      EXPECT_TRUE(same_bits(run(rows, at, true, mask).data(), decode.data(), q_dim))
-          << "row " << at << " of a " << rows << "-row prefill chunk among 7 others vs decode";
+  for (const int32_t at_position : {3001, 4500}) {
+    for (const auto& [name, mask] : {std::pair<const char*, AttentionMask>{"causal", AttentionMask{true, 0}},
+                                     {"sliding 2048", AttentionMask{true, 2048}}}) {
+      C = at_position;
+      SCOPED_TRACE(std::string(name) + " at position " + std::to_string(C));
+      const auto decode = run(1, 0, false, mask);
+      EXPECT_TRUE(same_bits(run(16, 0, false, mask).data(), decode.data(), q_dim)) << "verify row 0 vs decode";
+      EXPECT_TRUE(same_bits(run(1, 0, true, mask).data(), decode.data(), q_dim)) << "decode among 7 others";
+      EXPECT_TRUE(same_bits(run(16, 0, true, mask).data(), decode.data(), q_dim)) << "verify row 0 among 7 others";
+      for (const auto& [rows, at] : chunks) {
+        EXPECT_TRUE(same_bits(run(rows, at, false, mask).data(), decode.data(), q_dim))
+            << "row " << at << " of a " << rows << "-row prefill chunk vs decode";
+        EXPECT_TRUE(same_bits(run(rows, at, true, mask).data(), decode.data(), q_dim))
+            << "row " << at << " of a " << rows << "-row prefill chunk among 7 others vs decode";
+      }
     }
   }
   // Drafter blocks: full_attention, and non-causal sliding windows shorter and longer than the block.

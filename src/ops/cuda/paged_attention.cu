@@ -13,8 +13,8 @@
 //
 // Batch invariance (greedy DFlash must equal plain decoding): a row's output
 // may not depend on the call's other rows, so its arithmetic is one fixed
-// chain. Keys are cut into splits at fixed positions (multiples of
-// split_keys); within a split the row runs an online softmax over 64-key tiles
+// chain. Keys are cut into splits at fixed positions (SplitTiers: 128 keys
+// long up to key 1024, 256 up to 4096, then 512); within a split the row runs an online softmax over 64-key tiles
 // in key order, from a fresh state; the splits' results are then merged by one
 // left fold in ascending split order (fold_weights / fold_acc below), empty
 // splits skipped. Where that fold runs is free: a CTA that owns a row's whole
@@ -46,7 +46,30 @@ namespace {
 using bf16 = __nv_bfloat16;
 
 constexpr int kBN = 64;                // keys per pipeline tile
-constexpr int kSplitKeys = 8 * kBN;    // keys per split: fixed (batch invariance), see the top
+
+// Where splits start: fixed key positions (batch invariance, see the top),
+// short near the start and longer further on. A short context gets as many
+// splits as a batch-1 call needs CTAs (decode at 1k keys: 8 splits a kv
+// head, 11 us on H100 against 17.6 with 512-key splits; a 16-row block 16.3
+// against 28.3), a long one keeps 512-key splits, which fold less often (a
+// fold per 128 keys made decode at 32k 84 us against 62). `bench_attention
+// --explore` measures uniform lengths for comparison.
+struct SplitTiers {
+  int len0 = 128, end0 = 1024;  // [0, end0): splits of len0 keys
+  int len1 = 256, end1 = 4096;  // [end0, end1): len1
+  int len2 = 512;               // [end1, ...): len2 (each a multiple of kBN; end0, end1 multiples of the lengths)
+  __host__ __device__ int n0() const { return end0 / len0; }
+  __host__ __device__ int n01() const { return n0() + (end1 - end0) / len1; }
+  // The split that holds key k.
+  __host__ __device__ int of(int k) const {
+    return k < end0 ? k / len0 : k < end1 ? n0() + (k - end0) / len1 : n01() + (k - end1) / len2;
+  }
+  // The first key of split i.
+  __host__ __device__ int begin(int i) const {
+    return i < n0() ? i * len0 : i < n01() ? end0 + (i - n0()) * len1 : end1 + (i - n01()) * len2;
+  }
+};
+SplitTiers uniform_tiers(int keys) { return SplitTiers{keys, 0, keys, 0, keys}; }
 // K/V ring depth: 3 stages fit two 4-warp CTAs per SM. (Measured on H100: a
 // 6-stage ring with one CTA per SM for small split batches was 2-7% slower.)
 constexpr int kStagesShared = 3;
@@ -66,8 +89,13 @@ struct Params {
   int n_kv, group, n_heads, n_rows;
   int max_blocks, block_size, bs_shift;  // bs_shift >= 0 when block_size is a power of two
   int m_tiles;
-  int groups, group_splits;  // CTAs along the key range, splits each (groups 1: fold in the kernel)
-  int split_keys;            // a multiple of kBN
+  // CTAs along the key range (1: fold in the kernel). Group g takes the
+  // splits that begin in keys [A + g * group_keys, A + (g + 1) * group_keys),
+  // A the first key of the split holding the CTA's first key: groups of about
+  // equal keys although splits lengthen. slots: partial slots per row (the
+  // most splits a row's range can touch), counted from that split.
+  int groups, group_keys, slots;
+  SplitTiers splits;
   int causal, window;        // window 0: none
   float scale_log2;
 };
@@ -224,7 +252,6 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
   // Last M tiles first: under a causal mask they have the most keys, so the long CTAs start early.
   const int mt = p.m_tiles - 1 - idx % p.m_tiles;
   const int s = idx / p.m_tiles;
-  const int sk = p.split_keys;
 
   // Start-up is a chain of dependent loads (metadata -> block table -> K/V), paid
   // once per CTA before any K/V byte moves. Issue the metadata loads together,
@@ -237,11 +264,15 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
     const int b = table_block(j);
     return b < p.max_blocks ? __ldg(table + b) : 0;
   };
+  // The first split of group g, counted from split `base` (first key a).
+  auto group_first = [&](int g, int base, int a) {
+    return g == 0 ? base : p.splits.of(a + g * p.group_keys - 1) + 1;
+  };
   const int lane_key = warp * RW + (lane % RW);  // the key (within a tile) whose slot this lane looks up
   int first_blk[kStages];
   if (p.window == 0) {
 #pragma unroll
-    for (int st = 0; st < kStages; ++st) first_blk[st] = load_block(grp * p.group_splits * sk + st * kBN + lane_key);
+    for (int st = 0; st < kStages; ++st) first_blk[st] = load_block(p.splits.begin(group_first(grp, 0, 0)) + st * kBN + lane_key);
   }
   const int row0 = p.q_start[s];
   const int row_end = p.q_start[s + 1];
@@ -258,13 +289,17 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
   // read. A window reaches back W - 1 keys, and without causality as far ahead.
   const int hi = p.causal ? p_last + 1 : p.window > 0 ? min(kv_len, p_last + p.window) : kv_len;
   const int lo = p.window > 0 ? max(0, p_first - p.window + 1) : 0;
-  // Splits sit at fixed key positions; this CTA's group takes group_splits of
-  // them, counted from the split that holds lo. Partial slots count the same way.
-  const int base = lo / sk;
-  const int first_split = base + grp * p.group_splits;
-  const int slot0 = grp * p.group_splits;
-  const int k_begin = max((lo / kBN) * kBN, first_split * sk);
-  const int k_end = min(hi, (first_split + p.group_splits) * sk);
+  // Splits sit at fixed key positions; this CTA's group takes those that
+  // begin in its share of keys, counted from the split that holds lo.
+  // Partial slots count splits from that one; the last group marks every
+  // slot past its own empty.
+  const int base = p.splits.of(lo), base_key = p.splits.begin(base);
+  const int first_split = group_first(grp, base, base_key);
+  const int end_split = group_first(grp + 1, base, base_key);
+  const int slot0 = first_split - base;
+  const int slot_end = grp == p.groups - 1 ? p.slots : min(end_split - base, p.slots);
+  const int k_begin = max((lo / kBN) * kBN, p.splits.begin(first_split));
+  const int k_end = min(hi, p.splits.begin(end_split));
 
   // Partial slots of this CTA's rows that no tile reaches say so (max -inf), for the reduce.
   auto mark_empty = [&](int slot_from, int slot_end) {
@@ -275,7 +310,7 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
     }
   };
   if (p.groups > 1 && k_begin >= k_end) {
-    mark_empty(slot0, slot0 + p.group_splits);
+    mark_empty(slot0, slot_end);
     return;
   }
   const int n_tiles = max(0, (k_end - k_begin + kBN - 1) / kBN);
@@ -582,14 +617,14 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
       }
     }
     // A split ends with the key range or before a tile of the next split.
-    if (t + 1 == n_tiles || (kb + kBN) % sk == 0) {
+    if (t + 1 == n_tiles || p.splits.begin(p.splits.of(kb + kBN)) == kb + kBN) {
       if (live) finish_split(cur_slot);
       ++cur_slot;
     }
   }
 
   if (p.groups > 1) {
-    mark_empty(cur_slot, slot0 + p.group_splits);  // splits of the group past the key range
+    mark_empty(cur_slot, slot_end);  // splits of the group past the key range
     return;
   }
   // ---- fold mode epilogue: the normalised bf16 output ----
@@ -662,7 +697,7 @@ __global__ void __launch_bounds__(HD)
 // ---- host side ----
 
 int g_forced_groups = 0;
-int g_split_keys = kSplitKeys;
+int g_split_keys = 0;  // 0: SplitTiers' defaults
 thread_local PagedAttentionPlan g_last_plan;
 
 constexpr int kMaxDevices = 16;
@@ -721,21 +756,28 @@ void launch(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorkspac
 
   // Splits a CTA's key range can touch: counted from the split holding its
   // first key, which under a window need not be aligned.
-  const int64_t n_splits = ceil_div(span, prm.split_keys) + (prm.window > 0 ? 1 : 0);
+  // Splits only lengthen with the key, so a range starting past 0 touches no
+  // more of them than one starting at 0, plus one when it starts unaligned.
+  const int64_t n_splits = prm.splits.of(static_cast<int>(span - 1)) + 1 + (prm.window > 0 ? 1 : 0);
   // Batches too small to give every SM a CTA have their key range cut into
-  // groups of whole splits until every SM holds as many CTAs as fit (H200,
-  // decode batch 1, 32k: 48 us at 2 per SM, 55 at 1). The grouping changes no
-  // bits (see the top), only where the fold runs.
+  // groups of whole splits, of about equal keys: one CTA per SM while that
+  // leaves each at most 8 tiles, else as many CTAs as fit (H100, decode batch
+  // 1, 8k: 16 groups of 8 tiles 26.3 us, 32 of 4 tiles 28.0; 16k: 16 of 16
+  // tiles 40.9, 32 of 8 tiles 38.6). The grouping changes no bits (see the
+  // top), only where the fold runs. A group's keys start at the split holding
+  // its first key, up to one longest split before it under a window.
   const int64_t sms = device_sms(dev);
-  int64_t groups =
-      g_forced_groups > 0 ? g_forced_groups : (units >= sms ? 1 : ceil_div(sms * C::kCtasPerSm, units));
-  groups = std::clamp<int64_t>(groups, 1, n_splits);
-  const int64_t group_splits = ceil_div(n_splits, groups);
-  groups = ceil_div(n_splits, group_splits);
+  const int64_t reach = span + (prm.window > 0 ? prm.splits.len2 : 0);
+  int64_t want = units >= sms ? 1 : ceil_div(sms, units);
+  if (want > 1 && reach > want * 8 * kBN) want = ceil_div(sms * C::kCtasPerSm, units);
+  if (g_forced_groups > 0) want = g_forced_groups;
+  // At least the shortest split a group (fewer would leave groups without one).
+  const int64_t group_keys = std::max<int64_t>(prm.splits.len0, ceil_div(ceil_div(reach, std::max<int64_t>(want, 1)), kBN) * kBN);
+  const int64_t groups = std::max<int64_t>(1, ceil_div(reach, group_keys));
   prm.groups = static_cast<int>(groups);
-  prm.group_splits = static_cast<int>(group_splits);
-
-  const int64_t slots = groups * group_splits;
+  prm.group_keys = static_cast<int>(groups > 1 ? group_keys : reach);
+  const int64_t slots = n_splits;
+  prm.slots = static_cast<int>(slots);
   if (groups > 1) {
     const size_t n_o = static_cast<size_t>(slots) * batch.n_rows * prm.n_heads;
     const size_t need = n_o * HD * sizeof(float) + n_o * sizeof(float2) + 256;
@@ -757,10 +799,10 @@ void launch(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorkspac
   g_last_plan = PagedAttentionPlan{C::BM,
                                    prm.m_tiles,
                                    prm.groups,
-                                   static_cast<int>(group_splits * prm.split_keys),
+                                   prm.group_keys,
                                    static_cast<int>(ctas),
                                    kStagesShared,
-                                   prm.split_keys};
+                                   prm.splits.len0};
   prepare_kernel<HD, WM, WK, kStagesShared>(dev);
   {
     cudaLaunchConfig_t cfg = {};
@@ -828,7 +870,7 @@ AttentionWorkspace::~AttentionWorkspace() {
 void set_paged_attention_forced_splits(int groups) { g_forced_groups = std::max(0, groups); }
 
 void set_paged_attention_split_keys(int keys) {
-  g_split_keys = keys > 0 ? std::max(kBN, keys / kBN * kBN) : kSplitKeys;
+  g_split_keys = keys > 0 ? std::max(kBN, keys / kBN * kBN) : 0;
 }
 
 PagedAttentionPlan last_paged_attention_plan() { return g_last_plan; }
@@ -879,7 +921,7 @@ void paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cac
   const int64_t max_keys = std::max<int64_t>(1, batch.max_keys);
   prm.window = (mask.window <= 0 || mask.window >= max_keys) ? 0 : static_cast<int>(mask.window);
   prm.scale_log2 = scale * 1.4426950408889634f;
-  prm.split_keys = g_split_keys;
+  prm.splits = g_split_keys > 0 ? uniform_tiers(g_split_keys) : SplitTiers{};
 
   // Longest key range one CTA can be given (window: its rows' window, twice
   // without causality, plus alignment slack).

@@ -51,8 +51,9 @@ void paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cac
 // restores the automatic choice. Not thread-safe; not for production use.
 void set_paged_attention_forced_splits(int groups);
 
-// Benchmark hook: keys per split (rounded to a multiple of 64; 0 restores the
-// default, 512). Rows keep their bits only among calls with the same value:
+// Benchmark hook: keys per split, the same for every split (rounded to a
+// multiple of 64; 0 restores the default: 128 keys up to key 1024, 256 up to
+// 4096, then 512). Rows keep their bits only among calls with the same value:
 // never change it in a running engine. Not thread-safe.
 void set_paged_attention_split_keys(int keys);
 
@@ -61,10 +62,10 @@ struct PagedAttentionPlan {
   int rows_per_cta = 0;  // 16 * warps along M (GQA heads x query rows, flattened)
   int m_tiles = 0;       // CTAs along M per (sequence, kv head)
   int splits = 0;        // CTA groups along the key range (1: the fold runs in the kernel, no reduce)
-  int chunk_keys = 0;    // keys per CTA group
+  int chunk_keys = 0;    // keys per CTA group (its first)
   int ctas = 0;          // attention grid size (a reduce kernel follows when splits > 1)
   int stages = 0;        // depth of the K/V cp.async ring
-  int split_keys = 0;    // keys per split (the fixed positions a row's sums restart at)
+  int split_keys = 0;    // keys of the first split (the fixed positions a row's sums restart at)
 };
 PagedAttentionPlan last_paged_attention_plan();
 
