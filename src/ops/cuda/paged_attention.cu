@@ -760,20 +760,28 @@ void launch(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorkspac
   // more of them than one starting at 0, plus one when it starts unaligned.
   const int64_t n_splits = prm.splits.of(static_cast<int>(span - 1)) + 1 + (prm.window > 0 ? 1 : 0);
   // Batches too small to give every SM a CTA have their key range cut into
-  // groups of whole splits, of about equal keys: one CTA per SM while that
-  // leaves each at most 8 tiles, else as many CTAs as fit (H100, decode batch
-  // 1, 8k: 16 groups of 8 tiles 26.3 us, 32 of 4 tiles 28.0; 16k: 16 of 16
-  // tiles 40.9, 32 of 8 tiles 38.6). The grouping changes no bits (see the
-  // top), only where the fold runs. A group's keys start at the split holding
-  // its first key, up to one longest split before it under a window.
+  // groups of whole splits, of equal keys: 128 x 2^i of them, which puts
+  // group edges on split edges (a group never takes two 512-key splits where
+  // its neighbours take one). One CTA per SM while that leaves each at most
+  // 8 tiles, else as many CTAs as fit; a last, partial group may go past
+  // (a 16-row block's 16 keys past 8k). H100, decode batch 1, 8k: 16 groups
+  // of 8 tiles 26.3 us, 32 of 4 tiles 28.0; 16k: 16 of 16 tiles 40.9, 32 of
+  // 8 tiles 38.6; a second wave of CTAs costs more than an idle SM. The
+  // grouping changes no bits (see the top), only where the fold runs. A
+  // group's keys start at the split holding its first key, up to one longest
+  // split before it under a window.
   const int64_t sms = device_sms(dev);
   const int64_t reach = span + (prm.window > 0 ? prm.splits.len2 : 0);
-  int64_t want = units >= sms ? 1 : ceil_div(sms, units);
-  if (want > 1 && reach > want * 8 * kBN) want = ceil_div(sms * C::kCtasPerSm, units);
-  if (g_forced_groups > 0) want = g_forced_groups;
-  // At least the shortest split a group (fewer would leave groups without one).
-  const int64_t group_keys = std::max<int64_t>(prm.splits.len0, ceil_div(ceil_div(reach, std::max<int64_t>(want, 1)), kBN) * kBN);
-  const int64_t groups = std::max<int64_t>(1, ceil_div(reach, group_keys));
+  auto keys_for = [&](int64_t most_groups) {
+    int64_t keys = prm.splits.len0;
+    while (reach / keys > std::max<int64_t>(most_groups, 1)) keys *= 2;
+    return keys;
+  };
+  int64_t group_keys = keys_for(sms / units);
+  if (group_keys > 8 * kBN) group_keys = keys_for(sms * C::kCtasPerSm / units);
+  if (g_forced_groups > 0) group_keys = std::max<int64_t>(kBN, ceil_div(ceil_div(reach, g_forced_groups), kBN) * kBN);
+  // A batch that fills the GPU folds in the kernel.
+  const int64_t groups = units >= sms && g_forced_groups == 0 ? 1 : std::max<int64_t>(1, ceil_div(reach, group_keys));
   prm.groups = static_cast<int>(groups);
   prm.group_keys = static_cast<int>(groups > 1 ? group_keys : reach);
   const int64_t slots = n_splits;
