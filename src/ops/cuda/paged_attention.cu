@@ -14,10 +14,10 @@
 // Batch invariance (greedy DFlash must equal plain decoding): a row's output
 // may not depend on the call's other rows, so its arithmetic is one fixed
 // chain. Keys are cut into splits at fixed positions (SplitTiers: 128 keys
-// long up to key 1024, 256 up to 4096, then 512); within a split the row runs an online softmax over 64-key tiles
-// in key order, from a fresh state; the splits' results are then merged by one
-// left fold in ascending split order (fold_weights / fold_acc below), empty
-// splits skipped. Where that fold runs is free: a CTA that owns a row's whole
+// long up to key 1024, 256 up to 4096, then 512); within a split the row runs
+// an online softmax over 64-key tiles in key order, from a fresh state; the
+// splits' results are then merged by one left fold in ascending split order
+// (fold_weights / fold_acc below), empty splits skipped. Where that fold runs is free: a CTA that owns a row's whole
 // key range folds in registers (or shared memory) as the pipeline crosses each
 // split boundary and writes the output; when the key range is cut into several
 // CTA groups for parallelism (small batches), each CTA writes its splits'
@@ -272,7 +272,8 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
   int first_blk[kStages];
   if (p.window == 0) {
 #pragma unroll
-    for (int st = 0; st < kStages; ++st) first_blk[st] = load_block(p.splits.begin(group_first(grp, 0, 0)) + st * kBN + lane_key);
+    for (int st = 0; st < kStages; ++st)
+      first_blk[st] = load_block(p.splits.begin(group_first(grp, 0, 0)) + st * kBN + lane_key);
   }
   const int row0 = p.q_start[s];
   const int row_end = p.q_start[s + 1];
@@ -779,9 +780,11 @@ void launch(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorkspac
   };
   int64_t group_keys = keys_for(sms / units);
   if (group_keys > 8 * kBN) group_keys = keys_for(sms * C::kCtasPerSm / units);
-  if (g_forced_groups > 0) group_keys = std::max<int64_t>(kBN, ceil_div(ceil_div(reach, g_forced_groups), kBN) * kBN);
+  if (g_forced_groups > 0)
+    group_keys = std::max<int64_t>(kBN, ceil_div(ceil_div(reach, g_forced_groups), kBN) * kBN);
   // A batch that fills the GPU folds in the kernel.
-  const int64_t groups = units >= sms && g_forced_groups == 0 ? 1 : std::max<int64_t>(1, ceil_div(reach, group_keys));
+  const int64_t groups =
+      units >= sms && g_forced_groups == 0 ? 1 : std::max<int64_t>(1, ceil_div(reach, group_keys));
   prm.groups = static_cast<int>(groups);
   prm.group_keys = static_cast<int>(groups > 1 ? group_keys : reach);
   const int64_t slots = n_splits;
