@@ -20,20 +20,28 @@ double AcceptanceEstimate::global_rate(int64_t m) const {
   return global_.kept[i] / global_.tried[i];
 }
 
-double AcceptanceEstimate::request_rate(RequestId id, int64_t m) const {
-  const double g = global_rate(m);
+double AcceptanceEstimate::rate(const Counts* r, size_t i) const {
+  const double g = global_.kept[i] / global_.tried[i];
+  if (!r) return g;
+  const double q = (r->kept[i] + kPriorWeight * g) / (r->tried[i] + kPriorWeight);
+  return r->idle >= r->wait ? std::max(q, kPrior) : q;
+}
+
+const AcceptanceEstimate::Counts* AcceptanceEstimate::find(RequestId id) const {
   auto it = requests_.find(id);
-  if (it == requests_.end()) return g;
-  const auto i = static_cast<size_t>(m - 1);
-  const double q = (it->second.kept[i] + kPriorWeight * g) / (it->second.tried[i] + kPriorWeight);
-  return it->second.idle >= it->second.wait ? std::max(q, kPrior) : q;
+  return it == requests_.end() ? nullptr : &it->second;
+}
+
+double AcceptanceEstimate::request_rate(RequestId id, int64_t m) const {
+  return rate(find(id), static_cast<size_t>(m - 1));
 }
 
 void AcceptanceEstimate::cumulative(RequestId id, std::span<double> out) const {
+  const Counts* r = find(id);  // once: every step asks for every request
   double p = 1.0;
   const size_t n = std::min(out.size(), static_cast<size_t>(max_k_));
   for (size_t j = 0; j < n; ++j) {
-    p *= request_rate(id, static_cast<int64_t>(j + 1));
+    p *= rate(r, j);
     out[j] = p;
   }
   for (size_t j = n; j < out.size(); ++j) out[j] = 0.0;

@@ -71,6 +71,9 @@ class AcceptanceEstimate {
     int64_t wait = kProbeAfter;  // idle steps before its next probe
   };
   Counts& request(RequestId id);
+  const Counts* find(RequestId id) const;  // null: no steps of its own yet
+  // The conditional rate of position i + 1 for a request's counts (null: the global rate).
+  double rate(const Counts* r, size_t i) const;
 
   int64_t max_k_;
   Counts global_;

@@ -15,6 +15,7 @@ void add(StepShape& to, const StepShape& s, double sign) {
   to.draft_rows += sign * s.draft_rows;
   to.draft_keys += sign * s.draft_keys;
   to.draft_logit_rows += sign * s.draft_logit_rows;
+  to.catch_up_rows += sign * s.catch_up_rows;
 }
 
 // The step as the search moves one request's length at a time: the summed
@@ -31,7 +32,7 @@ class Batch {
       // Up to the longest length of any request: one shared length may pad a request past its own.
       per_[i].resize(static_cast<size_t>(most + 1));
       for (int64_t j = 0; j <= most; ++j)
-        per_[i][static_cast<size_t>(j)].add_decode(c_[i].context, 1 + j, c_[i].draft_block);
+        per_[i][static_cast<size_t>(j)].add_decode(c_[i].context, 1 + j, c_[i].draft_block, c_[i].catch_up);
       enter(i);
     }
   }
@@ -98,7 +99,7 @@ std::vector<int64_t> choose_one_length(std::span<const DraftCandidate> candidate
       ++adaptive;
       continue;
     }
-    fixed.add_decode(c.context, 1 + c.max_drafts, c.draft_block);
+    fixed.add_decode(c.context, 1 + c.max_drafts, c.draft_block, c.catch_up);
     fixed_tokens += expected_tokens(c, c.max_drafts);
     if (std::find(fixed_rows.begin(), fixed_rows.end(), 1 + c.max_drafts) == fixed_rows.end())
       fixed_rows.push_back(1 + c.max_drafts);
@@ -117,7 +118,7 @@ std::vector<int64_t> choose_one_length(std::span<const DraftCandidate> candidate
     if (u > 0 && !lengths.empty() && std::find(lengths.begin(), lengths.end(), u) == lengths.end()) continue;
     StepShape s = fixed;
     for (const DraftCandidate& c : candidates)
-      if (!c.fixed) s.add_decode(c.context, 1 + u, c.draft_block);
+      if (!c.fixed) s.add_decode(c.context, 1 + u, c.draft_block, c.catch_up);
     const bool new_rows =
         adaptive > 0 && std::find(fixed_rows.begin(), fixed_rows.end(), 1 + u) == fixed_rows.end();
     s.uneven = static_cast<int64_t>(fixed_rows.size()) + (new_rows ? 1 : 0) > 1;

@@ -27,6 +27,14 @@
 //
 // Prefill rows sharing the step are left out: they cost the same whatever
 // the drafts, and counting their time would make drafting look cheaper.
+//
+// A request's first draft, or its first after steps without, pays for the
+// drafter context of the rows it committed meanwhile (DraftCandidate::
+// catch_up: a whole prompt the first time). That is in the step's cost, all
+// of it: at a long-context point where the drafter cannot follow the text,
+// the optimistic first drafts' catch-ups (16 prompts of 1900 rows, written
+// while other prompts still prefilled) were half of what adaptive lost to
+// plain decoding on the GPU.
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -40,6 +48,7 @@ struct DraftCandidate {
   int64_t max_drafts = 0;  // most drafts that could be useful (0: this request decodes plainly)
   bool fixed = false;      // drafts exactly max_drafts
   int64_t draft_block = 0; // rows of the drafter's block when it drafts (StepShape::add_decode)
+  int64_t catch_up = 0;    // rows of its context that wait to be written before it drafts
   // P(a >= j) for j = 1 .. max_drafts (non-increasing).
   std::vector<double> accept;
 };

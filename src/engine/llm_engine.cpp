@@ -101,6 +101,7 @@ void Engine::choose_draft_rows(std::span<ScheduledRequest> decodes) {
     DraftCandidate& c = candidates_[i];
     c.context = decodes[i].pos0;
     c.draft_block = 1 + k_;
+    c.catch_up = runner_->waiting_rows(r.id);
     c.fixed = !r.params.adaptive_speculation.value_or(config_.adaptive_speculation);
     if (c.fixed) {
       c.max_drafts = k_;
@@ -241,6 +242,7 @@ std::vector<StepOutput> Engine::step() {
   report_unreported();
 
   const auto started = std::chrono::steady_clock::now();
+  const int64_t caught_up_before = runner_->context_writes().caught_up;
   StepPlan plan = acceptance_ ? scheduler_->schedule([this](std::span<ScheduledRequest> decodes) {
     choose_draft_rows(decodes);
   })
@@ -331,6 +333,7 @@ std::vector<StepOutput> Engine::step() {
         shape.add_prefill(e.pos0, e.rows);
       }
     }
+    shape.catch_up_rows = static_cast<double>(runner_->context_writes().caught_up - caught_up_before);
     costs_->observe(shape, seconds(std::chrono::steady_clock::now() - started));
   }
   for (Request* r : stopped_requests) {

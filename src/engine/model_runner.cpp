@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstring>
+#include <utility>
 
 #include "core/error.h"
 #include "model/activation_buffers.h"
@@ -135,6 +136,7 @@ GraphCaptureReport ModelRunner::capture_graphs() {
 void ModelRunner::run(const StepPlan& plan, const BlockManager& blocks) {
   if (ranks_ && !dispatching_) return on_every_rank([&](ModelRunner& r) { r.run(plan, blocks); });
   const auto t0 = std::chrono::steady_clock::now();
+  set_aside_ = false;
   // The drafter context of the requests drafting now is complete first.
   if (!pending_.empty()) {
     std::vector<RequestId> drafting;
@@ -184,6 +186,18 @@ void ModelRunner::run(const StepPlan& plan, const BlockManager& blocks) {
     if (penalized)
       penalties_.prepare(target_.backend(), plan, logit_begin_, logit_count_, draft_begin_, draft_count_);
     launch(nullptr);
+  }
+
+  // A step in which nobody drafts sets its rows aside now, while the
+  // backend runs it, rather than after the wait (~8 us of host time a step
+  // at a long-context point on the GPU, where nobody drafts): every row it
+  // computes is committed unless its request stops, and a stopped request's
+  // rows are forgotten with it (forget). write_context then has nothing to do.
+  set_aside_ = drafter_ && !drafting_;
+  if (set_aside_) {
+    step_rows_.clear();
+    for (const ScheduledRequest& e : plan.entries) step_rows_.push_back(e.rows);
+    defer_context(plan, step_rows_, blocks);
   }
 
   // The plan's entries come first; pads after them are never read back.
@@ -398,19 +412,25 @@ void ModelRunner::write_context(const StepPlan& plan, std::span<const int64_t> k
     std::chrono::steady_clock::time_point t0;
     ~AddHostTime() { total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
   } add{host_seconds_, t0};
-  bool drafted = false;
-  for (size_t i = 0; i < plan.entries.size(); ++i)
-    drafted |= keep[i] > 0 && plan.entries[i].kind == ScheduledRequest::Kind::Decode && plan.entries[i].rows > 1;
-  if (!drafted) return defer_context(plan, keep, blocks);
+  if (std::exchange(set_aside_, false)) return;  // run() set the rows aside
+  // The rows of requests that drafted are written now (their next draft
+  // reads them); the others' (prefill chunks, requests that did not draft)
+  // wait, as in a step where nobody drafted.
   model::BatchContext ctx;
   tap_rows_.clear();
+  step_rows_.assign(plan.entries.size(), 0);
   for (size_t i = 0; i < plan.entries.size(); ++i) {
     const ScheduledRequest& e = plan.entries[i];
     if (keep[i] <= 0) continue;
+    if (e.kind != ScheduledRequest::Kind::Decode || e.rows < 2) {
+      step_rows_[i] = keep[i];
+      continue;
+    }
     ctx.seqs.push_back({static_cast<int64_t>(tap_rows_.size()), keep[i], e.pos0, blocks.table(e.request->id), false});
     for (int64_t r = 0; r < keep[i]; ++r) tap_rows_.push_back(static_cast<int32_t>(row_begin_[i] + r));
   }
   if (!ctx.seqs.empty()) write_taps(target_.taps_tensor(), tap_rows_, ctx);
+  defer_context(plan, step_rows_, blocks);
 }
 
 void ModelRunner::defer_context(const StepPlan& plan, std::span<const int64_t> keep, const BlockManager& blocks) {
@@ -442,6 +462,11 @@ void ModelRunner::defer_context(const StepPlan& plan, std::span<const int64_t> k
     context_writes_.set_aside += keep[i];
   }
   copy_run();
+}
+
+int64_t ModelRunner::waiting_rows(RequestId id) const {
+  auto it = pending_.find(id);
+  return it == pending_.end() ? 0 : static_cast<int64_t>(it->second.size());
 }
 
 void ModelRunner::forget(RequestId id) {

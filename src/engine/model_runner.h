@@ -135,7 +135,8 @@ class ModelRunner {
   // In a step where nobody drafted (adaptive speculation's k = 0 for every
   // decoding request, prefill chunks, plain rows) the rows wait instead:
   // their taps are copied aside on the backend (one device copy per run of
-  // consecutive rows, usually one a step: no upload, no gather), and a
+  // consecutive rows, usually one a step: no upload, no gather; run() does
+  // that while the backend computes the step, for all its rows), and a
   // request's waiting rows are written in the step in which it next drafts,
   // before the drafter runs (in writes of at most max_rows rows), or when
   // the taps set aside would pass RunnerOptions::pending_bytes (then
@@ -145,11 +146,15 @@ class ModelRunner {
   // a long-context point where nobody drafts, the prompts' writes were most
   // of adaptive's loss to plain), one that never drafts never has its
   // context written, and any request can draft again any step (its context
-  // is complete by then). A step in which someone drafted writes all its
-  // rows at once, as they are likely to be read next step.
+  // is complete by then). In a step in which some requests drafted, their
+  // rows are written at once (their next draft reads them) and the others'
+  // wait: a prefill chunk beside one drafting request is not written for it.
   void write_context(const StepPlan& plan, std::span<const int64_t> keep, const BlockManager& blocks);
 
   const ContextWrites& context_writes() const { return context_writes_; }
+  // Rows of the request whose drafter context waits: written before it next
+  // drafts (StepShape::catch_up_rows).
+  int64_t waiting_rows(RequestId id) const;
   // A finished request: its rows still waiting are never written (between
   // steps; every rank).
   void forget(RequestId id);
@@ -220,6 +225,8 @@ class ModelRunner {
   std::vector<int64_t> logit_begin_, logit_count_, draft_begin_, draft_count_, row_begin_;
   int64_t n_seqs_ = 0, n_rows_ = 0, n_logit_rows_ = 0, n_drafts_ = 0;
   bool drafting_ = false;
+  bool set_aside_ = false;  // run() set the step's rows aside (nobody drafts)
+  std::vector<int64_t> step_rows_;
   double host_seconds_ = 0;
   // Host copies and backend buffers. step_ holds, as i32: the sampling rows
   // [n_logit_rows, kWords], their sequences' starts [n_seqs + 1], then the
