@@ -102,6 +102,7 @@ void Engine::choose_draft_rows(std::span<ScheduledRequest> decodes) {
     c.context = decodes[i].pos0;
     c.draft_block = 1 + k_;
     c.catch_up = runner_->waiting_rows(r.id);
+    c.tokens_left = 0;
     c.fixed = !r.params.adaptive_speculation.value_or(config_.adaptive_speculation);
     if (c.fixed) {
       c.max_drafts = k_;
@@ -111,6 +112,7 @@ void Engine::choose_draft_rows(std::span<ScheduledRequest> decodes) {
       const int64_t left = std::min<int64_t>(r.params.max_tokens - static_cast<int64_t>(r.output.size()),
                                              context_limit_ - r.num_tokens());
       c.max_drafts = std::clamp<int64_t>(left - 1, 0, k_);
+      c.tokens_left = r.accepted.empty() ? 0 : left;  // spread only once it has drafted (DraftCandidate::catch_up)
       any_adaptive = true;
     }
     c.accept.resize(static_cast<size_t>(c.max_drafts));

@@ -49,7 +49,7 @@ bool solve(std::vector<double>& m, std::vector<double>& v, int n) {
 
 }  // namespace
 
-void StepShape::add_decode(int64_t context, int64_t rows, int64_t draft_block, int64_t catch_up) {
+void StepShape::add_decode(int64_t context, int64_t rows, int64_t draft_block, double catch_up) {
   const auto c = static_cast<double>(context), n = static_cast<double>(rows);
   const auto b = static_cast<double>(std::max(rows, draft_block));
   seqs += 1;
@@ -62,7 +62,7 @@ void StepShape::add_decode(int64_t context, int64_t rows, int64_t draft_block, i
     draft_rows += b;
     draft_keys += b * (c + b);  // the block attends to all of itself
     draft_logit_rows += n - 1;
-    catch_up_rows += static_cast<double>(catch_up);
+    catch_up_rows += catch_up;
   }
 }
 

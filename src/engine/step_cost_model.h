@@ -64,7 +64,7 @@ struct StepShape {
   // by a drafter block of max(rows, draft_block) rows (the runner drafts a
   // whole block whatever the draft length; see ModelRunner) after writing the
   // `catch_up` rows of its context that waited.
-  void add_decode(int64_t context, int64_t rows, int64_t draft_block = 0, int64_t catch_up = 0);
+  void add_decode(int64_t context, int64_t rows, int64_t draft_block = 0, double catch_up = 0);
   void add_prefill(int64_t context, int64_t rows);
 };
 

@@ -348,8 +348,8 @@ TEST(DraftLengthPolicy, AFirstDraftPaysForTheContextThatWaited) {
   // GPU-like, drafts that pass 0.8 of the time: one request drafts them all
   // (about 4.9 tokens for a step and a drafter pass). Behind a 1900-row
   // prompt whose drafter context was never written, at 0.02 ms a row, the
-  // first draft would cost 38 ms more: plain decoding is better, until the
-  // rows waiting are few.
+  // first draft would cost 38 ms more (priced whole: tokens left unknown):
+  // plain decoding is better, until the rows waiting are few.
   Coefficients coef = kGpuLike;
   coef[kCatchUp] = 0.02e-3;
   const StepCostModel costs(coef);
@@ -363,12 +363,21 @@ TEST(DraftLengthPolicy, AFirstDraftPaysForTheContextThatWaited) {
     c[0].catch_up = 8;
     EXPECT_EQ(choose_draft_lengths(c, costs, options)[0], 15) << one_length;
   }
-  // Per request: the one whose context is written drafts, the other waits.
+  // Per request: the one whose context is written drafts; the other, 16
+  // tokens from its end (its drafting would pay for a third of the rows
+  // this step), waits.
   std::vector<DraftCandidate> two{candidate(2000, 15, 0.8), candidate(2000, 15, 0.8)};
   two[1].catch_up = 1900;
+  two[1].tokens_left = 16;
   const auto k = choose_draft_lengths(two, costs);
   EXPECT_EQ(k[0], 15);
   EXPECT_EQ(k[1], 0);
+  // With a long answer ahead the rows are written once for many drafting
+  // steps: 4.9 of 1000 tokens this step, so it counts 9 of the 1900 rows.
+  two[1].tokens_left = 1000;
+  EXPECT_NEAR(catch_up_share(two[1], 15), 1900 * expected_tokens(two[1], 15) / 1000, 1e-9);
+  EXPECT_EQ(catch_up_share(two[1], 0), 0);
+  EXPECT_EQ(choose_draft_lengths(two, costs)[1], 15);
 }
 
 TEST(DraftLengthPolicy, NeverMoreThanARequestCanUse) {

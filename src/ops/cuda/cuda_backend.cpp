@@ -22,6 +22,13 @@ namespace {
 // Two pinned staging buffers: the host converts one chunk while the other is
 // in flight, so uploading GBs of weights streams at conversion speed.
 constexpr size_t kStagingBytes = 16u << 20;
+// Small uploads (a step's inputs, a context write's row ids) rotate through a
+// ring of pinned slots instead, each reused once its last copy is done: with
+// every upload starting on the first buffer, each waited for the previous
+// one's copy, which held the host one drafter context write ahead of the GPU
+// through a request's catch-up (writes of a few uploads and kernels each).
+constexpr size_t kSlotBytes = 64u << 10;
+constexpr int kSlots = 32;
 
 // ---- host dtype conversions (uploads convert on the host, downloads widen) ----
 
@@ -147,10 +154,12 @@ class CudaBackend final : public Backend {
   ~CudaBackend() override {
     // Queued work may still read the staging buffers or the workspace.
     if (stream_) cudaStreamSynchronize(stream_);
-    for (Staging& s : staging_) {
+    auto release = [](Staging& s) {
       if (s.done) cudaEventDestroy(s.done);
       if (s.host) cudaFreeHost(s.host);
-    }
+    };
+    for (Staging& s : staging_) release(s);
+    for (Staging& s : slots_) release(s);
     matmul_.reset();
     if (stream_) cudaStreamDestroy(stream_);
   }
@@ -188,9 +197,10 @@ class CudaBackend final : public Backend {
     if (!src) fail("upload", "src is null");
     const Tensor t = flat(dst);
     const size_t dst_es = dtype_size(t.dtype), src_es = dtype_size(src_dtype);
+    const bool small = static_cast<size_t>(t.rows * t.cols) * std::max(dst_es, src_es) <= kSlotBytes;
     int next = 0;
     for (const Piece& p : pieces(t, kStagingBytes)) {
-      Staging& s = staging(next);
+      Staging& s = small ? slot() : staging(next);
       next ^= 1;
       check(cudaEventSynchronize(s.done), "upload: waiting for a staging buffer");
       // Pieces are whole rows or a part of one row, so their source is contiguous.
@@ -293,6 +303,16 @@ class CudaBackend final : public Backend {
   }
 
  private:
+  Staging& slot() {
+    Staging& s = slots_[next_slot_];
+    next_slot_ = (next_slot_ + 1) % kSlots;
+    if (!s.host) {
+      check(cudaMallocHost(&s.host, kSlotBytes), "cudaMallocHost (upload slot)");
+      check(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming), "cudaEventCreate");
+    }
+    return s;
+  }
+
   Staging& staging(int i) {
     Staging& s = staging_[i];
     if (!s.host) {
@@ -337,6 +357,8 @@ class CudaBackend final : public Backend {
   std::unique_ptr<Matmul> matmul_;
   AttentionWorkspace attention_workspace_;
   Staging staging_[2];
+  Staging slots_[kSlots];
+  int next_slot_ = 0;
 };
 
 }  // namespace
