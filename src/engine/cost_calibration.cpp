@@ -18,9 +18,6 @@ constexpr double kCalibrationWeight = 8.0;
 struct Seq {
   bool decode = true;
   int64_t context = 0, rows = 1;
-  // Rows set aside (an untimed prefill chunk at positions 0 ..) before each
-  // timed run of a drafting entry: what its draft catches up on.
-  int64_t waiting = 0;
 };
 using Shape = std::vector<Seq>;
 
@@ -49,7 +46,6 @@ CalibrationReport calibrate_step_costs(ModelRunner& runner, BlockManager& blocks
     shapes.push_back({{true, short_ctx, spec}});
     if (k >= 4) shapes.push_back({{true, short_ctx, 1 + k / 2}});
     shapes.push_back({{true, short_ctx, 2}});
-    shapes.push_back({{true, short_ctx, spec, std::min<int64_t>({short_ctx, 128, lim.max_rows})}});
   }
   shapes.push_back(repeat({true, short_ctx, 1}, plain_seqs));
   if (k > 0 && seqs > 1) {
@@ -111,37 +107,21 @@ CalibrationReport calibrate_step_costs(ModelRunner& runner, BlockManager& blocks
     if (fits) {
       keep.clear();
       for (const Seq& s : shape) keep.push_back(s.decode ? (s.rows + 1) / 2 : s.rows);
-      StepPlan set_aside;
-      std::vector<int64_t> set_aside_keep;
-      for (size_t i = 0; i < shape.size(); ++i) {
-        if (shape[i].waiting <= 0) continue;
-        set_aside.entries.push_back({dummies[i].get(), ScheduledRequest::Kind::Prefill, 0, shape[i].waiting, false});
-        set_aside.total_rows += shape[i].waiting;
-        set_aside_keep.push_back(shape[i].waiting);
-      }
       const int runs = runner.graphs_enabled() ? 3 : 2;
       double last = 0;
       for (int run = 0; run < runs; ++run) {
-        if (!set_aside.entries.empty()) {
-          runner.run(set_aside, blocks);
-          runner.write_context(set_aside, set_aside_keep, blocks);
-        }
-        const int64_t caught_up = runner.context_writes().caught_up;
         const auto t0 = Clock::now();
         runner.run(plan, blocks);
         runner.write_context(plan, keep, blocks);
         const double t = std::chrono::duration<double>(Clock::now() - t0).count();
-        if (run == runs - 1) {
-          last = t;
-          measured.catch_up_rows = static_cast<double>(runner.context_writes().caught_up - caught_up);
-        }
+        if (run == runs - 1) last = t;
       }
       costs.observe(measured, last, kCalibrationWeight);
       ++report.steps;
     }
     for (size_t i = 0; i < shape.size(); ++i) {
       blocks.free(dummies[i]->id);
-      runner.forget(dummies[i]->id);  // rows of its that still wait
+      runner.forget(dummies[i]->id);  // its rows set aside, never to be written
     }
   }
   report.seconds = std::chrono::duration<double>(Clock::now() - start).count();

@@ -15,7 +15,6 @@ void add(StepShape& to, const StepShape& s, double sign) {
   to.draft_rows += sign * s.draft_rows;
   to.draft_keys += sign * s.draft_keys;
   to.draft_logit_rows += sign * s.draft_logit_rows;
-  to.catch_up_rows += sign * s.catch_up_rows;
 }
 
 // The step as the search moves one request's length at a time: the summed
@@ -32,7 +31,7 @@ class Batch {
       // Up to the longest length of any request: one shared length may pad a request past its own.
       per_[i].resize(static_cast<size_t>(most + 1));
       for (int64_t j = 0; j <= most; ++j)
-        per_[i][static_cast<size_t>(j)].add_decode(c_[i].context, 1 + j, c_[i].draft_block, catch_up_share(c_[i], j));
+        per_[i][static_cast<size_t>(j)].add_decode(c_[i].context, 1 + j, c_[i].draft_block);
       enter(i);
     }
   }
@@ -81,13 +80,6 @@ double expected_tokens(const DraftCandidate& c, int64_t k) {
   return t;
 }
 
-double catch_up_share(const DraftCandidate& c, int64_t k) {
-  if (c.catch_up <= 0 || k <= 0) return 0;
-  const double whole = static_cast<double>(c.catch_up);
-  if (c.tokens_left <= 0) return whole;
-  return whole * std::min(1.0, expected_tokens(c, k) / static_cast<double>(c.tokens_left));
-}
-
 namespace {
 
 // DraftOptions::one_length: every adaptive request verifies the same u, so
@@ -106,7 +98,7 @@ std::vector<int64_t> choose_one_length(std::span<const DraftCandidate> candidate
       ++adaptive;
       continue;
     }
-    fixed.add_decode(c.context, 1 + c.max_drafts, c.draft_block, catch_up_share(c, c.max_drafts));
+    fixed.add_decode(c.context, 1 + c.max_drafts, c.draft_block);
     fixed_tokens += expected_tokens(c, c.max_drafts);
     if (std::find(fixed_rows.begin(), fixed_rows.end(), 1 + c.max_drafts) == fixed_rows.end())
       fixed_rows.push_back(1 + c.max_drafts);
@@ -125,7 +117,7 @@ std::vector<int64_t> choose_one_length(std::span<const DraftCandidate> candidate
     if (u > 0 && !lengths.empty() && std::find(lengths.begin(), lengths.end(), u) == lengths.end()) continue;
     StepShape s = fixed;
     for (const DraftCandidate& c : candidates)
-      if (!c.fixed) s.add_decode(c.context, 1 + u, c.draft_block, catch_up_share(c, u));
+      if (!c.fixed) s.add_decode(c.context, 1 + u, c.draft_block);
     const bool new_rows =
         adaptive > 0 && std::find(fixed_rows.begin(), fixed_rows.end(), 1 + u) == fixed_rows.end();
     s.uneven = static_cast<int64_t>(fixed_rows.size()) + (new_rows ? 1 : 0) > 1;

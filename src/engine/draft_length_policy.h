@@ -27,18 +27,6 @@
 //
 // Prefill rows sharing the step are left out: they cost the same whatever
 // the drafts, and counting their time would make drafting look cheaper.
-//
-// A request's first draft, or its first after steps without, pays for the
-// drafter context of the rows it committed meanwhile (DraftCandidate::
-// catch_up). A request that has not drafted yet pays for all of it, its
-// prompt: its first draft is a bet on text the drafter has not been seen to
-// follow (without that, on the GPU, 16 prompts of 1900 rows were caught up
-// for first drafts the drafter could not follow: adaptive 0.90x plain). One
-// that has drafted before spreads it over the tokens it has left at the
-// step's expected rate (DraftCandidate::tokens_left): those rows are written
-// whenever it drafts again, and priced whole they would grow with every
-// plain step until the batch could never draft again (adaptive never
-// drafted at 64 HumanEval requests on the GPU: 0.95x plain).
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -52,8 +40,6 @@ struct DraftCandidate {
   int64_t max_drafts = 0;  // most drafts that could be useful (0: this request decodes plainly)
   bool fixed = false;      // drafts exactly max_drafts
   int64_t draft_block = 0; // rows of the drafter's block when it drafts (StepShape::add_decode)
-  int64_t catch_up = 0;    // rows of its context that wait to be written before it drafts
-  int64_t tokens_left = 0; // tokens it may still produce, to spread its catch-up over (0: priced whole)
   // P(a >= j) for j = 1 .. max_drafts (non-increasing).
   std::vector<double> accept;
 };
@@ -71,7 +57,5 @@ std::vector<int64_t> choose_draft_lengths(std::span<const DraftCandidate> candid
 
 // Expected committed tokens of one request drafting k: 1 + sum_{j <= k} P(a >= j).
 double expected_tokens(const DraftCandidate& c, int64_t k);
-// The rows of c's catch-up that a step drafting k counts (see above).
-double catch_up_share(const DraftCandidate& c, int64_t k);
 
 }  // namespace flashdraft::engine

@@ -101,8 +101,6 @@ void Engine::choose_draft_rows(std::span<ScheduledRequest> decodes) {
     DraftCandidate& c = candidates_[i];
     c.context = decodes[i].pos0;
     c.draft_block = 1 + k_;
-    c.catch_up = runner_->waiting_rows(r.id);
-    c.tokens_left = 0;
     c.fixed = !r.params.adaptive_speculation.value_or(config_.adaptive_speculation);
     if (c.fixed) {
       c.max_drafts = k_;
@@ -112,7 +110,6 @@ void Engine::choose_draft_rows(std::span<ScheduledRequest> decodes) {
       const int64_t left = std::min<int64_t>(r.params.max_tokens - static_cast<int64_t>(r.output.size()),
                                              context_limit_ - r.num_tokens());
       c.max_drafts = std::clamp<int64_t>(left - 1, 0, k_);
-      c.tokens_left = r.accepted.empty() ? 0 : left;  // spread only once it has drafted (DraftCandidate::catch_up)
       any_adaptive = true;
     }
     c.accept.resize(static_cast<size_t>(c.max_drafts));
@@ -244,7 +241,6 @@ std::vector<StepOutput> Engine::step() {
   report_unreported();
 
   const auto started = std::chrono::steady_clock::now();
-  const int64_t caught_up_before = runner_->context_writes().caught_up;
   StepPlan plan = acceptance_ ? scheduler_->schedule([this](std::span<ScheduledRequest> decodes) {
     choose_draft_rows(decodes);
   })
@@ -335,7 +331,6 @@ std::vector<StepOutput> Engine::step() {
         shape.add_prefill(e.pos0, e.rows);
       }
     }
-    shape.catch_up_rows = static_cast<double>(runner_->context_writes().caught_up - caught_up_before);
     costs_->observe(shape, seconds(std::chrono::steady_clock::now() - started));
   }
   for (Request* r : stopped_requests) {

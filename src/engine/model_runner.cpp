@@ -464,11 +464,6 @@ void ModelRunner::defer_context(const StepPlan& plan, std::span<const int64_t> k
   copy_run();
 }
 
-int64_t ModelRunner::waiting_rows(RequestId id) const {
-  auto it = pending_.find(id);
-  return it == pending_.end() ? 0 : static_cast<int64_t>(it->second.size());
-}
-
 void ModelRunner::forget(RequestId id) {
   // Host bookkeeping only: the ranks' runners are idle between steps.
   for (auto& peer : peers_) peer->forget(id);

@@ -152,9 +152,6 @@ class ModelRunner {
   void write_context(const StepPlan& plan, std::span<const int64_t> keep, const BlockManager& blocks);
 
   const ContextWrites& context_writes() const { return context_writes_; }
-  // Rows of the request whose drafter context waits: written before it next
-  // drafts (StepShape::catch_up_rows).
-  int64_t waiting_rows(RequestId id) const;
   // A finished request: its rows still waiting are never written (between
   // steps; every rank).
   void forget(RequestId id);

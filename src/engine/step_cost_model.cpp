@@ -49,7 +49,7 @@ bool solve(std::vector<double>& m, std::vector<double>& v, int n) {
 
 }  // namespace
 
-void StepShape::add_decode(int64_t context, int64_t rows, int64_t draft_block, double catch_up) {
+void StepShape::add_decode(int64_t context, int64_t rows, int64_t draft_block) {
   const auto c = static_cast<double>(context), n = static_cast<double>(rows);
   const auto b = static_cast<double>(std::max(rows, draft_block));
   seqs += 1;
@@ -62,7 +62,6 @@ void StepShape::add_decode(int64_t context, int64_t rows, int64_t draft_block, d
     draft_rows += b;
     draft_keys += b * (c + b);  // the block attends to all of itself
     draft_logit_rows += n - 1;
-    catch_up_rows += catch_up;
   }
 }
 
@@ -78,7 +77,7 @@ void StepShape::add_prefill(int64_t context, int64_t rows) {
 const std::array<const char*, StepCostModel::kFeatures>& StepCostModel::names() {
   static const std::array<const char*, kFeatures> n = {
       "step", "row", "row>16", "row>64", "row>256", "logit_row", "seq", "seq_kkey", "row_kkey",
-      "draft", "draft_row", "draft_row_kkey", "uneven", "draft_logit_row", "catch_up_row"};
+      "draft", "draft_row", "draft_row_kkey", "uneven", "draft_logit_row"};
   return n;
 }
 
@@ -101,8 +100,7 @@ std::array<double, StepCostModel::kFeatures> StepCostModel::features(const StepS
           s.draft_rows,
           s.draft_keys / kKeysUnit,
           s.uneven ? 1.0 : 0.0,
-          s.draft_logit_rows,
-          s.catch_up_rows};
+          s.draft_logit_rows};
 }
 
 double StepCostModel::predict(const StepShape& shape) const {

@@ -17,8 +17,6 @@
 //           + c_draft_keys * sum_drafter_row keys / 1024   the drafter attends to all context too
 //           + c_uneven * [decode rows differ]          mixed draft lengths (no replayed decode graph)
 //           + c_draft_logit * K                        drafts verified: the drafter's lm_head rows
-//           + c_catch_up * C                           set-aside rows whose drafter context is written
-//                                                      before a request drafts (ModelRunner::write_context)
 //
 // Nonnegative hinge coefficients make the row term convex and increasing: flat
 // while a step is bound by reading the weights, then linear once it is bound
@@ -53,24 +51,19 @@ struct StepShape {
   double draft_rows = 0;  // drafter rows: its whole block for each drafting sequence
   double draft_keys = 0;  // sum over drafter rows of the keys each attends (context + the whole block)
   double draft_logit_rows = 0;  // drafts verified (the drafter's rows with logits)
-  // Rows that waited (set aside while their request did not draft) and are
-  // written before the drafter runs: a prompt's worth for a request's first
-  // draft, as many as it skipped for one that drafts again.
-  double catch_up_rows = 0;
   bool uneven = false;    // decode entries with different row counts
 
   // Adds one sequence: `context` positions already in the KV cache, `rows`
   // new rows; a decode entry with rows > 1 is drafted for (rows - 1 drafts)
   // by a drafter block of max(rows, draft_block) rows (the runner drafts a
-  // whole block whatever the draft length; see ModelRunner) after writing the
-  // `catch_up` rows of its context that waited.
-  void add_decode(int64_t context, int64_t rows, int64_t draft_block = 0, double catch_up = 0);
+  // whole block whatever the draft length; see ModelRunner).
+  void add_decode(int64_t context, int64_t rows, int64_t draft_block = 0);
   void add_prefill(int64_t context, int64_t rows);
 };
 
 class StepCostModel {
  public:
-  static constexpr int kFeatures = 15;
+  static constexpr int kFeatures = 14;
   using Coefficients = std::array<double, kFeatures>;
   // Names of the coefficients, in order, for logs and tests.
   static const std::array<const char*, kFeatures>& names();

@@ -111,22 +111,6 @@ TEST(AdaptiveEngine, DraftsTheWholeBlockWhenDraftingCostsNothing) {
   EXPECT_GT(lengths[15], steps(r.stats) / 2);
 }
 
-TEST(AdaptiveEngine, NoDraftsWhileTheContextThatWaitedCostsMoreThanTheyGain) {
-  // As above, but each row whose drafter context waits costs 1 ms to write
-  // before its request's first draft: a prompt's worth (every prompt row was
-  // set aside while nobody drafted) is more than 15 free drafts could gain,
-  // and every plain step adds a row.
-  constexpr int kTokens = 32;
-  EngineConfig c = config(4, kTokens);
-  c.step_costs = StepCostModel::Coefficients{1e-3};
-  (*c.step_costs)[14] = 1e-3;  // catch_up_row
-  ASSERT_STREQ(StepCostModel::names()[14], "catch_up_row");
-  auto r = run_all(&shipped().drafter("drafter-full"), c, some_prompts(), greedy(kTokens));
-  EXPECT_EQ(r.tokens, plain_outputs(kTokens));
-  EXPECT_EQ(r.stats.drafts(), 0) << r.stats.summary();
-  EXPECT_EQ(r.stats.draft_lengths()[0], steps(r.stats));
-}
-
 TEST(AdaptiveEngine, ARequestCanAskForTheFixedLength) {
   constexpr int kTokens = 32;
   EngineConfig c = config(4, kTokens);

@@ -16,10 +16,7 @@ namespace flashdraft::engine {
 namespace {
 
 using Coefficients = StepCostModel::Coefficients;
-enum Term {
-  kStep, kRow, kRow16, kRow64, kRow256, kLogit, kSeq, kSeqKeys, kRowKeys, kDraft, kDraftRow, kDraftKeys, kUneven,
-  kDraftLogit, kCatchUp
-};
+enum Term { kStep, kRow, kRow16, kRow64, kRow256, kLogit, kSeq, kSeqKeys, kRowKeys, kDraft, kDraftRow, kDraftKeys, kUneven };
 
 Coefficients coefficients(std::initializer_list<std::pair<Term, double>> terms) {
   Coefficients c{};
@@ -66,16 +63,6 @@ TEST(StepShape, CountsRowsKeysAndDrafts) {
   b.add_decode(100, 1, 16);  // no drafts, no drafter rows
   EXPECT_EQ(b.draft_seqs, 1);
   EXPECT_EQ(b.draft_rows, 16);
-
-  // Rows that waited are written only for a request that drafts.
-  StepShape c;
-  c.add_decode(2000, 1, 16, 1900);
-  EXPECT_EQ(c.catch_up_rows, 0);
-  c.add_decode(2000, 8, 16, 1900);
-  c.add_decode(300, 2, 16, 12);
-  EXPECT_EQ(c.catch_up_rows, 1912);
-  EXPECT_EQ(StepCostModel::features(c)[kCatchUp], 1912);
-  EXPECT_STREQ(StepCostModel::names()[kCatchUp], "catch_up_row");
 }
 
 TEST(Nnls, MatchesLeastSquaresWhenThatIsNonNegativeAndClampsOtherwise) {
@@ -342,42 +329,6 @@ TEST(DraftLengthPolicy, OnlyRecordedLengthsWhereGraphsReplay) {
   const auto k = choose_draft_lengths(c, costs, options);
   for (int64_t x : k) EXPECT_EQ(x, k[0]);
   EXPECT_EQ(k[0], best_shared_length(c, costs, ladder));
-}
-
-TEST(DraftLengthPolicy, AFirstDraftPaysForTheContextThatWaited) {
-  // GPU-like, drafts that pass 0.8 of the time: one request drafts them all
-  // (about 4.9 tokens for a step and a drafter pass). Behind a 1900-row
-  // prompt whose drafter context was never written, at 0.02 ms a row, the
-  // first draft would cost 38 ms more (priced whole: tokens left unknown):
-  // plain decoding is better, until the rows waiting are few.
-  Coefficients coef = kGpuLike;
-  coef[kCatchUp] = 0.02e-3;
-  const StepCostModel costs(coef);
-  for (const bool one_length : {false, true}) {
-    DraftOptions options;
-    options.one_length = one_length;
-    std::vector<DraftCandidate> c{candidate(2000, 15, 0.8)};
-    EXPECT_EQ(choose_draft_lengths(c, costs, options)[0], 15) << one_length;
-    c[0].catch_up = 1900;
-    EXPECT_EQ(choose_draft_lengths(c, costs, options)[0], 0) << one_length;
-    c[0].catch_up = 8;
-    EXPECT_EQ(choose_draft_lengths(c, costs, options)[0], 15) << one_length;
-  }
-  // Per request: the one whose context is written drafts; the other, 16
-  // tokens from its end (its drafting would pay for a third of the rows
-  // this step), waits.
-  std::vector<DraftCandidate> two{candidate(2000, 15, 0.8), candidate(2000, 15, 0.8)};
-  two[1].catch_up = 1900;
-  two[1].tokens_left = 16;
-  const auto k = choose_draft_lengths(two, costs);
-  EXPECT_EQ(k[0], 15);
-  EXPECT_EQ(k[1], 0);
-  // With a long answer ahead the rows are written once for many drafting
-  // steps: 4.9 of 1000 tokens this step, so it counts 9 of the 1900 rows.
-  two[1].tokens_left = 1000;
-  EXPECT_NEAR(catch_up_share(two[1], 15), 1900 * expected_tokens(two[1], 15) / 1000, 1e-9);
-  EXPECT_EQ(catch_up_share(two[1], 0), 0);
-  EXPECT_EQ(choose_draft_lengths(two, costs)[1], 15);
 }
 
 TEST(DraftLengthPolicy, NeverMoreThanARequestCanUse) {
