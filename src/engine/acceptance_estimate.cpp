@@ -21,7 +21,7 @@ double AcceptanceEstimate::global_rate(int64_t m) const {
 }
 
 double AcceptanceEstimate::rate(const Counts* r, size_t i) const {
-  const double g = global_.kept[i] / global_.tried[i];
+  const double g = global_rate(static_cast<int64_t>(i) + 1);
   if (!r) return g;
   const double q = (r->kept[i] + kPriorWeight * g) / (r->tried[i] + kPriorWeight);
   return r->idle >= r->wait ? std::max(q, kPrior) : q;

@@ -303,24 +303,20 @@ class CudaBackend final : public Backend {
   }
 
  private:
+  // s with its pinned memory (`bytes`) and event, made on first use.
+  static Staging& allocated(Staging& s, size_t bytes) {
+    if (!s.host) {
+      check(cudaMallocHost(&s.host, bytes), "cudaMallocHost (staging buffer)");
+      check(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming), "cudaEventCreate");
+    }
+    return s;
+  }
   Staging& slot() {
     Staging& s = slots_[next_slot_];
     next_slot_ = (next_slot_ + 1) % kSlots;
-    if (!s.host) {
-      check(cudaMallocHost(&s.host, kSlotBytes), "cudaMallocHost (upload slot)");
-      check(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming), "cudaEventCreate");
-    }
-    return s;
+    return allocated(s, kSlotBytes);
   }
-
-  Staging& staging(int i) {
-    Staging& s = staging_[i];
-    if (!s.host) {
-      check(cudaMallocHost(&s.host, kStagingBytes), "cudaMallocHost (staging buffer)");
-      check(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming), "cudaEventCreate");
-    }
-    return s;
-  }
+  Staging& staging(int i) { return allocated(staging_[i], kStagingBytes); }
 
   // Device view -> staging (pinned) -> `unpack` into dst, one piece at a time,
   // with the next piece's copy queued before the current one is unpacked.

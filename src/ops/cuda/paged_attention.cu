@@ -68,6 +68,8 @@ struct SplitTiers {
   __host__ __device__ int begin(int i) const {
     return i < n0() ? i * len0 : i < n01() ? end0 + (i - n0()) * len1 : end1 + (i - n01()) * len2;
   }
+  // Whether a split starts at key k.
+  __host__ __device__ bool starts(int k) const { return begin(of(k)) == k; }
 };
 SplitTiers uniform_tiers(int keys) { return SplitTiers{keys, 0, keys, 0, keys}; }
 // K/V ring depth: 3 stages fit two 4-warp CTAs per SM. (Measured on H100: a
@@ -618,7 +620,7 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
       }
     }
     // A split ends with the key range or before a tile of the next split.
-    if (t + 1 == n_tiles || p.splits.begin(p.splits.of(kb + kBN)) == kb + kBN) {
+    if (t + 1 == n_tiles || p.splits.starts(kb + kBN)) {
       if (live) finish_split(cur_slot);
       ++cur_slot;
     }
