@@ -51,12 +51,14 @@ ModelRunner::ModelRunner(model::Qwen3Model& target, model::DFlashDrafter* drafte
   ops::Backend& be = target_.backend();
   if (drafter_) {
     const auto taps = static_cast<int64_t>(drafter_->config().target_layer_ids.size());
-    const int64_t width = taps * target_.config().hidden_size;
-    const auto row_bytes = static_cast<int64_t>(ops::dtype_size(be.activation_dtype())) * width;
+    tap_width_ = taps * target_.config().hidden_size;
+    const auto row_bytes = static_cast<int64_t>(ops::dtype_size(be.activation_dtype())) * tap_width_;
     pending_capacity_ = std::max(options_.max_rows, options_.pending_bytes / std::max<int64_t>(row_bytes, 1));
-    // A device allocation in the middle of a run stalls it: all at once,
-    // except on the CPU, where untouched memory costs nothing.
-    if (be.device() != ops::Device::CPU) pending_taps_ = be.alloc_tensor(be.activation_dtype(), pending_capacity_, width);
+    // A device allocation in the middle of a run stalls it (and would move
+    // the store under recorded steps): all at once, except on the CPU, where
+    // untouched memory costs nothing and nothing is recorded.
+    if (be.device() != ops::Device::CPU)
+      pending_taps_ = be.alloc_tensor(be.activation_dtype(), pending_capacity_, tap_width_);
   }
   if (!target_.peers().empty()) start_ranks();
   graphs_on_ = !options_.enforce_eager && be.supports_graphs() && !target_.shard().active();
@@ -75,7 +77,7 @@ ModelRunner::ModelRunner(model::Qwen3Model& target, model::DFlashDrafter* drafte
   target_.reserve(limits);
   if (drafter_) drafter_->reserve(limits);
   const int64_t rows = options_.max_rows, seqs = options_.max_seqs;
-  model::grow_tensor(be, step_, ops::DType::I32, rows * kWords + seqs + 1 + 4 * rows + 1, 1);
+  model::grow_tensor(be, step_, ops::DType::I32, rows * kWords + seqs + 1 + 5 * rows + 1, 1);
   model::grow_tensor(be, sampled_, ops::DType::I32, rows, 1);
   model::grow_tensor(be, verdicts_dev_, ops::DType::I32, seqs, 2);
   if (drafter_) {
@@ -110,6 +112,7 @@ GraphCaptureReport ModelRunner::capture_graphs() {
   report.enabled = graphs_on_;
   if (!graphs_on_) return report;
   const auto t0 = std::chrono::steady_clock::now();
+  aside_rows_ = 0;  // the pads set nothing aside
   std::vector<int64_t> row_counts{1};
   for (int64_t k : graph_lengths_)
     if (k > 0) row_counts.push_back(1 + k);
@@ -168,6 +171,24 @@ void ModelRunner::run(const StepPlan& plan, const BlockManager& blocks) {
   }
   if (seqs.empty()) return;
 
+  // A step in which nobody drafts sets all its rows aside (write_context):
+  // booked here, the taps moved into the store by the step itself
+  // (scatter_rows, recorded in its graph), so the host adds no copy to the
+  // step (a device copy's call was ~8 us a step at a long-context point on
+  // the GPU, where nobody drafts). Every row it computes is committed unless
+  // its request stops, and a stopped request's rows are forgotten with it
+  // (forget). write_context then has nothing to do.
+  set_aside_ = drafter_ && std::none_of(plan.entries.begin(), plan.entries.end(), [](const ScheduledRequest& e) {
+                 return e.kind == ScheduledRequest::Kind::Decode && e.rows > 1;
+               });
+  aside_rows_ = 0;
+  if (set_aside_) {
+    step_rows_.clear();
+    for (const ScheduledRequest& e : plan.entries) step_rows_.push_back(e.rows);
+    aside_first_ = book_context(plan, step_rows_, blocks);
+    aside_rows_ = pending_used_ - aside_first_;
+  }
+
   // A decode step of one row count runs as a recorded graph when its bucket fits.
   const int64_t r = plan.entries[0].rows;
   const bool penalized = PenaltyStep::needed(plan);
@@ -186,18 +207,6 @@ void ModelRunner::run(const StepPlan& plan, const BlockManager& blocks) {
     if (penalized)
       penalties_.prepare(target_.backend(), plan, logit_begin_, logit_count_, draft_begin_, draft_count_);
     launch(nullptr);
-  }
-
-  // A step in which nobody drafts sets its rows aside now, while the
-  // backend runs it, rather than after the wait (~8 us of host time a step
-  // at a long-context point on the GPU, where nobody drafts): every row it
-  // computes is committed unless its request stops, and a stopped request's
-  // rows are forgotten with it (forget). write_context then has nothing to do.
-  set_aside_ = drafter_ && !drafting_;
-  if (set_aside_) {
-    step_rows_.clear();
-    for (const ScheduledRequest& e : plan.entries) step_rows_.push_back(e.rows);
-    defer_context(plan, step_rows_, blocks);
   }
 
   // The plan's entries come first; pads after them are never read back.
@@ -284,7 +293,12 @@ void ModelRunner::prepare(std::span<const Seq> seqs, int64_t min_keys) {
   const size_t minus_one = src_off_ + static_cast<size_t>(n_drafts_ + n_rows_);
   ids_idx_off_ = minus_one + 1;
   draft_idx_off_ = ids_idx_off_ + static_cast<size_t>(n_rows_);
-  step_host_.assign(draft_idx_off_ + static_cast<size_t>(n_logit_rows_), 0);
+  aside_idx_off_ = draft_idx_off_ + static_cast<size_t>(n_logit_rows_);
+  step_host_.assign(aside_idx_off_ + static_cast<size_t>(n_rows_), 0);
+  // Row r's taps go to store row aside_first_ + r; pads' (and every row of a
+  // step that sets nothing aside) nowhere.
+  for (int64_t r = 0; r < n_rows_; ++r)
+    step_host_[aside_idx_off_ + static_cast<size_t>(r)] = r < aside_rows_ ? static_cast<int32_t>(aside_first_ + r) : -1;
   std::copy(tokens_.begin(), tokens_.end(), step_host_.begin() + static_cast<std::ptrdiff_t>(src_off_ + n_drafts_));
   step_host_[minus_one] = -1;
   const auto host_token = [&](int64_t row) { return static_cast<int32_t>(n_drafts_ + row); };
@@ -346,6 +360,11 @@ void ModelRunner::enqueue_step() {
                    rows.col_slice(kDraftWord, 1));
   }
   target_.forward_prepared(*pool_);
+  if (drafter_ && !drafting_ && !pending_taps_.t.empty()) {
+    // Recorded whatever this step sets aside (its rows say where, or -1).
+    be.scatter_rows(target_.taps_tensor(),
+                    all.row_slice(static_cast<int64_t>(aside_idx_off_), n_rows_).as<int32_t>(), pending_taps_.t);
+  }
   if (target_.shard().active()) {
     // Tensor parallelism: a greedy step needs only the argmax of each row
     // (verdicts_from_tokens); any other gathers the logits first.
@@ -433,20 +452,32 @@ void ModelRunner::write_context(const StepPlan& plan, std::span<const int64_t> k
   defer_context(plan, step_rows_, blocks);
 }
 
-void ModelRunner::defer_context(const StepPlan& plan, std::span<const int64_t> keep, const BlockManager& blocks) {
+int64_t ModelRunner::book_context(const StepPlan& plan, std::span<const int64_t> keep, const BlockManager& blocks) {
   int64_t m = 0;
   for (size_t i = 0; i < plan.entries.size(); ++i) m += std::max<int64_t>(keep[i], 0);
-  if (m == 0) return;
-  if (pending_used_ + m > pending_capacity_) flush_context(blocks);
-  reserve_pending(pending_used_ + m);
-  // Copied on the backend behind the rows already set aside, one copy per
-  // run of consecutive rows (entries lie in row order; usually one run).
+  if (m > 0 && pending_used_ + m > pending_capacity_) flush_context(blocks);
+  if (m > 0) reserve_pending(pending_used_ + m);
+  const int64_t first = pending_used_;
+  for (size_t i = 0; i < plan.entries.size(); ++i) {
+    if (keep[i] <= 0) continue;
+    const ScheduledRequest& e = plan.entries[i];
+    std::vector<PendingRow>& rows = pending_[e.request->id];
+    for (int64_t r = 0; r < keep[i]; ++r) rows.push_back({e.pos0 + r, pending_used_++});
+    context_writes_.set_aside += keep[i];
+  }
+  return first;
+}
+
+void ModelRunner::defer_context(const StepPlan& plan, std::span<const int64_t> keep, const BlockManager& blocks) {
+  int64_t row = book_context(plan, keep, blocks);
+  // Copied on the backend to the rows just booked, one copy per run of
+  // consecutive rows (entries lie in row order; usually one run).
   ops::Backend& be = target_.backend();
   const ops::Tensor& taps = target_.taps_tensor();
   const ops::Tensor& store = pending_taps_.t;
   int64_t run_begin = 0, run_rows = 0;
   auto copy_run = [&] {
-    if (run_rows > 0) be.copy(taps.row_slice(run_begin, run_rows), store.row_slice(pending_used_ - run_rows, run_rows));
+    if (run_rows > 0) be.copy(taps.row_slice(run_begin, run_rows), store.row_slice(row - run_rows, run_rows));
   };
   for (size_t i = 0; i < plan.entries.size(); ++i) {
     if (keep[i] <= 0) continue;
@@ -456,10 +487,7 @@ void ModelRunner::defer_context(const StepPlan& plan, std::span<const int64_t> k
       run_rows = 0;
     }
     run_rows += keep[i];
-    const ScheduledRequest& e = plan.entries[i];
-    std::vector<PendingRow>& rows = pending_[e.request->id];
-    for (int64_t r = 0; r < keep[i]; ++r) rows.push_back({e.pos0 + r, pending_used_++});
-    context_writes_.set_aside += keep[i];
+    row += keep[i];
   }
   copy_run();
 }
@@ -471,11 +499,10 @@ void ModelRunner::forget(RequestId id) {
 }
 
 void ModelRunner::reserve_pending(int64_t rows) {
-  const ops::Tensor& taps = target_.taps_tensor();
-  if (pending_taps_.t.rows >= rows && pending_taps_.t.cols == taps.cols) return;
+  if (pending_taps_.t.rows >= rows) return;
   ops::Backend& be = target_.backend();
   const int64_t grown = std::min(pending_capacity_, std::max({rows, options_.max_rows, 2 * pending_taps_.t.rows}));
-  ops::OwnedTensor bigger = be.alloc_tensor(taps.dtype, grown, taps.cols);
+  ops::OwnedTensor bigger = be.alloc_tensor(be.activation_dtype(), grown, tap_width_);
   if (pending_used_ > 0) be.copy(pending_taps_.t.row_slice(0, pending_used_), bigger.t.row_slice(0, pending_used_));
   pending_taps_ = std::move(bigger);
 }

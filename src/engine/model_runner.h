@@ -134,11 +134,12 @@ class ModelRunner {
   //
   // In a step where nobody drafted (adaptive speculation's k = 0 for every
   // decoding request, prefill chunks, plain rows) the rows wait instead:
-  // their taps are copied aside on the backend (one device copy per run of
-  // consecutive rows, usually one a step: no upload, no gather; run() does
-  // that while the backend computes the step, for all its rows), and a
-  // request's waiting rows are written in the step in which it next drafts,
-  // before the drafter runs (in writes of at most max_rows rows), or when
+  // their taps go to a store on the backend (no upload, no gather: where
+  // nobody drafts, the step itself moves them there, recorded in its graph;
+  // beside drafting requests, one device copy per run of consecutive rows
+  // after the step), and a request's waiting rows are written in the step
+  // in which it next drafts, before the drafter runs (in writes of at most
+  // max_rows rows), or when
   // the taps set aside would pass RunnerOptions::pending_bytes (then
   // everyone's); those of a request that finishes or loses its blocks first
   // are never written. So a request that does not draft costs about what
@@ -187,7 +188,11 @@ class ModelRunner {
   // Writes the waiting rows' drafter context (see write_context): of the
   // requests in `only` (sorted), or of everyone.
   void flush_context(const BlockManager& blocks, const std::vector<RequestId>* only = nullptr);
-  // Sets the committed rows of the step's entries aside (see write_context).
+  // Books the first keep[i] rows of each entry as waiting (see
+  // write_context) in consecutive store rows, in entry order, and returns
+  // the first; flushes everyone's waiting rows first where the store is full.
+  int64_t book_context(const StepPlan& plan, std::span<const int64_t> keep, const BlockManager& blocks);
+  // Books them and copies their taps into the store, after the step.
   void defer_context(const StepPlan& plan, std::span<const int64_t> keep, const BlockManager& blocks);
   // Room for `rows` waiting rows' taps, keeping those already there.
   void reserve_pending(int64_t rows);
@@ -224,15 +229,17 @@ class ModelRunner {
   bool drafting_ = false;
   bool set_aside_ = false;  // run() set the step's rows aside (nobody drafts)
   std::vector<int64_t> step_rows_;
+  int64_t aside_first_ = 0, aside_rows_ = 0;  // where the step's first aside_rows_ rows go in the store
   double host_seconds_ = 0;
   // Host copies and backend buffers. step_ holds, as i32: the sampling rows
   // [n_logit_rows, kWords], their sequences' starts [n_seqs + 1], then the
   // gather source [drafts (written by the drafter's argmax) | the target's
-  // host-known ids | -1], the target's ids as indices into that source, and
-  // each logits row's draft as such an index.
+  // host-known ids | -1], the target's ids as indices into that source,
+  // each logits row's draft as such an index, and each row's store row in
+  // pending_taps_ (-1: not set aside).
   std::vector<int32_t> tokens_, anchors_, drafts_, tap_rows_, step_host_, verdicts_;
   ops::OwnedTensor step_, sampled_, verdicts_dev_, tap_row_ids_, ctx_taps_;
-  size_t src_off_ = 0, ids_idx_off_ = 0, draft_idx_off_ = 0;
+  size_t src_off_ = 0, ids_idx_off_ = 0, draft_idx_off_ = 0, aside_idx_off_ = 0;
   // Committed rows whose drafter context waits (write_context): per request,
   // the positions in commit order and where their taps are in
   // pending_taps_, which is filled from the front (pending_used_ rows) and
@@ -244,6 +251,7 @@ class ModelRunner {
   ops::OwnedTensor pending_taps_;
   int64_t pending_used_ = 0;
   int64_t pending_capacity_ = 0;  // rows (RunnerOptions::pending_bytes)
+  int64_t tap_width_ = 0;         // columns of a row of taps
   ContextWrites context_writes_;
 
   // Tensor parallelism: the other ranks' runners and threads; whether this

@@ -85,12 +85,15 @@ void Activations::reserve(ops::Backend& backend, const LayerGeometry& g, int64_t
   ++buffer_moves();
 }
 
-void begin_layer(ops::Backend& backend, const ops::Tensor& w, float eps, Activations& a, int64_t n, bool pending) {
+void begin_layer(ops::Backend& backend, const ops::Tensor& w, float eps, Activations& a, int64_t n, bool pending,
+                 const ops::Tensor* tap) {
   const ops::Tensor x = a.x.t.row_slice(0, n), xn = a.xn.t.row_slice(0, n);
-  if (pending)
-    backend.add_rmsnorm(x, a.proj.t.row_slice(0, n), w, xn, eps);
-  else
+  if (pending) {
+    backend.add_rmsnorm(x, a.proj.t.row_slice(0, n), w, xn, eps, tap);
+  } else {
     backend.rmsnorm(x, w, xn, eps);
+    if (tap) backend.copy(x, *tap);
+  }
 }
 
 void decoder_layer(ops::Backend& be, const DecoderLayerWeights& w, const LayerGeometry& g, Activations& a, int64_t n,
@@ -109,7 +112,7 @@ void decoder_layer(ops::Backend& be, const DecoderLayerWeights& w, const LayerGe
   be.matmul(rows(a.attn), w.o_proj.t, g.rank == 0 ? bias(w.o_bias) : nullptr, rows(a.proj));
   if (shard.active()) shard.comm->all_reduce_sum(be, rows(a.proj));
 
-  be.add_rmsnorm(rows(a.x), rows(a.proj), w.post_norm.t, rows(a.xn), g.eps);
+  be.add_rmsnorm(rows(a.x), rows(a.proj), w.post_norm.t, rows(a.xn), g.eps, nullptr);
   be.matmul(rows(a.xn), w.gate_up.t, nullptr, rows(a.gate_up));
   be.silu_glu(rows(a.gate_up), rows(a.act));
   be.matmul(rows(a.act), w.down.t, nullptr, rows(a.proj));

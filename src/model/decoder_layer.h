@@ -60,8 +60,10 @@ struct Activations {
 };
 
 // xn = norm(x) with weight w over the first n rows; with `pending`, x += proj
-// first (the previous layer's MLP output).
-void begin_layer(ops::Backend& backend, const ops::Tensor& w, float eps, Activations& a, int64_t n, bool pending);
+// first (the previous layer's MLP output), and x also goes to `tap` where
+// given (the previous layer's output, for a drafter).
+void begin_layer(ops::Backend& backend, const ops::Tensor& w, float eps, Activations& a, int64_t n, bool pending,
+                 const ops::Tensor* tap = nullptr);
 
 // Attention and MLP of one layer over the first n rows, xn ready from
 // begin_layer. Leaves the MLP output pending in a.proj. With an active

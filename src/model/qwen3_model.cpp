@@ -1,5 +1,6 @@
 #include "model/qwen3_model.h"
 
+#include <algorithm>
 #include <string>
 
 #include "core/error.h"
@@ -201,10 +202,15 @@ void Qwen3Model::lm_head(const float* x, int64_t n, float* logits) const {
 }
 
 void Qwen3Model::set_tap_layers(std::vector<int64_t> layer_ids) {
-  for (int64_t id : layer_ids)
+  for (size_t i = 0; i < layer_ids.size(); ++i) {
+    const int64_t id = layer_ids[i];
     if (id < 0 || id >= cfg_.num_hidden_layers)
       throw Error("tap layer " + std::to_string(id) + " does not exist: the model has " +
                   std::to_string(cfg_.num_hidden_layers) + " layers (0-based ids)");
+    if (std::find(layer_ids.begin(), layer_ids.begin() + static_cast<std::ptrdiff_t>(i), id) !=
+        layer_ids.begin() + static_cast<std::ptrdiff_t>(i))
+      throw Error("tap layer " + std::to_string(id) + " is listed twice (target_layer_ids)");
+  }
   tap_layers_ = std::move(layer_ids);
   taps_view_ = ops::Tensor{};
 }
@@ -271,11 +277,11 @@ void Qwen3Model::check_batch(std::span<const int32_t> tokens, const BatchContext
   check_ids(tokens);
 }
 
-void Qwen3Model::copy_taps(int64_t layer, int64_t n) {
+std::optional<ops::Tensor> Qwen3Model::tap_of(int64_t layer, int64_t n) const {
+  const auto it = std::find(tap_layers_.begin(), tap_layers_.end(), layer);
+  if (it == tap_layers_.end()) return std::nullopt;
   const int64_t H = cfg_.hidden_size;
-  for (size_t t = 0; t < tap_layers_.size(); ++t)
-    if (tap_layers_[t] == layer)
-      backend_->copy(acts_.x.t.row_slice(0, n), taps_view_.col_slice(static_cast<int64_t>(t) * H, H));
+  return taps_view_.row_slice(0, n).col_slice(static_cast<int64_t>(it - tap_layers_.begin()) * H, H);
 }
 
 void Qwen3Model::run_batch(std::span<const int32_t> tokens, const BatchContext& batch, KVPool& pool) {
@@ -317,12 +323,13 @@ void Qwen3Model::forward_prepared(KVPool& pool) {
   embed(inputs_.ids(), acts_.x.t.row_slice(0, n));
   for (int64_t l = 0; l < L; ++l) {
     const auto& w = layers_[static_cast<size_t>(l)];
-    begin_layer(be, w.input_norm.t, geo_.eps, acts_, n, /*pending=*/l > 0);
-    if (l > 0) copy_taps(l - 1, n);  // x is now layer l-1's output
+    // x becomes layer l-1's output here; its tap is written on the way.
+    const auto tap = l > 0 ? tap_of(l - 1, n) : std::nullopt;
+    begin_layer(be, w.input_norm.t, geo_.eps, acts_, n, /*pending=*/l > 0, tap ? &*tap : nullptr);
     decoder_layer(be, w, geo_, acts_, n, inputs_.attn(), causal, pool.k(l), pool.v(l), rope_, shard_);
   }
-  begin_layer(be, norm_.t, geo_.eps, acts_, n, /*pending=*/true);
-  copy_taps(L - 1, n);
+  const auto tap = tap_of(L - 1, n);
+  begin_layer(be, norm_.t, geo_.eps, acts_, n, /*pending=*/true, tap ? &*tap : nullptr);
 
   // The final norm ran over every row (taps need the residual of all); the
   // head only over the rows whose logits are wanted.

@@ -11,6 +11,7 @@
 // A model object is not thread-safe: forwards reuse its activation buffers.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -131,7 +132,8 @@ class Qwen3Model {
   void declare(WeightLoader& loader);
   void check_batch(std::span<const int32_t> tokens, const BatchContext& batch, const KVPool& pool) const;
   void check_ids(std::span<const int32_t> tokens) const;
-  void copy_taps(int64_t layer, int64_t n);
+  // Rows [0, n) of layer's column slice of the taps (none: not tapped).
+  std::optional<ops::Tensor> tap_of(int64_t layer, int64_t n) const;
 
   io::ModelConfig cfg_;
   std::shared_ptr<ops::Backend> backend_;

@@ -212,9 +212,12 @@ class Backend {
   // or the activation dtype, y the activation dtype; y may be x when they match.
   virtual void rmsnorm(const Tensor& x, const Tensor& w, const Tensor& y, float eps) = 0;
   // residual += delta; y = rmsnorm(residual) * w. (The residual stream's update
-  // and the next norm in one pass.) residual f32; delta and y the activation dtype.
-  virtual void add_rmsnorm(const Tensor& residual, const Tensor& delta, const Tensor& w, const Tensor& y,
-                           float eps) = 0;
+  // and the next norm in one pass.) residual f32; delta and y the activation
+  // dtype. residual_out (may be null): the updated residual, rounded to the
+  // activation dtype as copy() rounds, also written there (any row stride:
+  // the layer's column slice of the drafter's taps, without a copy of its own).
+  virtual void add_rmsnorm(const Tensor& residual, const Tensor& delta, const Tensor& w, const Tensor& y, float eps,
+                           const Tensor* residual_out) = 0;
   // The attention inputs of each row r of a fused projection qkv [n, (heads +
   // 2 kv_heads) * head_dim] (columns q | k | v; heads may be 0: the drafter's
   // context rows have no q). Per head, q and k are RMS-normed over head_dim
@@ -235,6 +238,9 @@ class Backend {
                                int64_t n_kv_heads, int64_t head_dim, float scale) = 0;
   // dst[i] = src[rows[i]]; rows: i32 [dst.rows], backend memory.
   virtual void gather_rows(const Tensor& src, const int32_t* rows, const Tensor& dst) = 0;
+  // dst[rows[i]] = src[i]; rows: i32 [src.rows], backend memory, distinct
+  // where >= 0; a negative entry drops row i (a recorded step's pad rows).
+  virtual void scatter_rows(const Tensor& src, const int32_t* rows, const Tensor& dst) = 0;
   // x = tanh(x / cap) * cap, in place (f32 logits).
   virtual void softcap(const Tensor& x, float cap) = 0;
   // out[r] = index of the largest x[r, :], the first on ties. out: i32 [n, 1].

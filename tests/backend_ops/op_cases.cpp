@@ -22,6 +22,7 @@ const char* op_name(Op op) {
     case Op::RopeStoreKv: return "rope_store_kv";
     case Op::SiluGlu: return "silu_glu";
     case Op::GatherRows: return "gather_rows";
+    case Op::ScatterRows: return "scatter_rows";
     case Op::Softcap: return "softcap";
     case Op::Argmax: return "argmax";
     case Op::Sample: return "sample";
@@ -73,7 +74,8 @@ double bf16_bound(const OpCase& c) {
     // One rounding of silu(g) * u computed in f32.
     case Op::SiluGlu: return kOneRounding;
     // Copies of bf16-exact values: exact.
-    case Op::GatherRows: return 0.0;
+    case Op::GatherRows:
+    case Op::ScatterRows: return 0.0;
     // f32 in and out: only tanhf's last ulps differ (~1e-14). An approximate
     // tanh (tanh.approx.f32, ~2^-11 relative) gives ~1e-7 and fails on purpose:
     // logits must stay f32-accurate.
@@ -361,6 +363,13 @@ std::vector<OpCase> op_cases(DType dtype) {
     c.name = "add_rmsnorm_n" + S(n) + "_d" + S(dim);
     add(c);
   }
+  // strided: the updated residual also into a column slice of a wider buffer
+  // (a drafter's tap; 5 x 4096 for Qwen3-8B's, 3 x 384 for the shipped pair's).
+  for (auto [n, dim] : {std::pair<int64_t, int64_t>{1, 4096}, {200, 4096}, {16, 384}}) {
+    OpCase c{.op = Op::AddRmsNorm, .n = n, .dim = dim, .strided = true};
+    c.name = "add_rmsnorm_n" + S(n) + "_d" + S(dim) + "_tap_into_slice";
+    add(c);
+  }
 
   // ---- copy f32 -> bf16: the residual stream into a column slice of the taps buffer.
   for (auto [n, dim] : {std::pair<int64_t, int64_t>{1, 4096}, {200, 4096}, {16, 384}}) {
@@ -417,6 +426,16 @@ std::vector<OpCase> op_cases(DType dtype) {
                    Gather{8, 64, 151936, true}}) {
     OpCase c{.op = Op::GatherRows, .n = g.n, .dim = g.dim, .table = g.src_rows, .f32 = g.f32};
     c.name = "gather_rows_n" + S(g.n) + "_from" + S(g.src_rows) + "_d" + S(g.dim) + (g.f32 ? "_f32" : "");
+    add(c);
+  }
+
+  // ---- scatter_rows: a step's taps (3 x 384 bf16 for the shipped pair, 5 x 4096
+  // for Qwen3-8B's drafter) set aside into the waiting-row store; a recorded
+  // step's pad rows are dropped (index -1).
+  for (Gather g : {Gather{16, 4096, 1152, false}, Gather{200, 1024, 20480, false}, Gather{1024, 58000, 1152, false},
+                   Gather{8, 64, 1024, true}}) {
+    OpCase c{.op = Op::ScatterRows, .n = g.n, .dim = g.dim, .table = g.src_rows, .f32 = g.f32};
+    c.name = "scatter_rows_n" + S(g.n) + "_into" + S(g.src_rows) + "_d" + S(g.dim) + (g.f32 ? "_f32" : "");
     add(c);
   }
 
@@ -603,6 +622,19 @@ std::shared_ptr<const CaseData> make_case_data(const OpCase& c, uint64_t seed) {
       d->ids[0] = static_cast<int32_t>(c.table - 1);
       if (!c.f32) rounded = {&d->x};
       break;
+    case Op::ScatterRows: {
+      d->x = rng.uniform(n * c.dim, -1.0f, 1.0f);
+      // Distinct destinations in random order, every fourth row dropped, the
+      // destination's last row used (its bounds).
+      std::vector<int32_t> all(static_cast<size_t>(c.table));
+      for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int32_t>(i);
+      for (size_t i = all.size() - 1; i > 0; --i) std::swap(all[i], all[static_cast<size_t>(rng.below(static_cast<int64_t>(i) + 1))]);
+      std::swap(all[0], *std::find(all.begin(), all.end(), static_cast<int32_t>(c.table - 1)));
+      d->ids.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n));
+      for (size_t i = 3; i < n; i += 4) d->ids[i] = -1;
+      if (!c.f32) rounded = {&d->x};
+      break;
+    }
     case Op::Softcap:
       // Past +-cap too, where tanh saturates.
       d->x = rng.uniform(n * c.dim, -3.0f * c.scalar, 3.0f * c.scalar);
@@ -756,7 +788,14 @@ void Bound::setup(const OpCase& c, const CaseData& d) {
     case Op::AddRmsNorm: {
       const Tensor res = put(DType::F32, n, c.dim, d.residual), delta = put(act, n, c.dim, d.delta);
       const Tensor w = put(wt, 1, c.dim, d.w), y = poisoned(act, n, c.dim);
-      op_ = [this, res, delta, w, y] { be_.add_rmsnorm(res, delta, w, y, kEps); };
+      if (!c.strided) {
+        op_ = [this, res, delta, w, y] { be_.add_rmsnorm(res, delta, w, y, kEps, nullptr); };
+      } else {
+        // The tap is the middle third of a buffer whose other columns must keep their NaN.
+        const Tensor taps = poisoned(act, n, 3 * c.dim), tap = taps.col_slice(c.dim, c.dim);
+        op_ = [this, res, delta, w, y, tap] { be_.add_rmsnorm(res, delta, w, y, kEps, &tap); };
+        output("taps", taps, true);
+      }
       output("residual", res);
       output("y", y);
       break;
@@ -802,6 +841,15 @@ void Bound::setup(const OpCase& c, const CaseData& d) {
       const int32_t* rows = put_i32(d.ids);
       op_ = [this, src, rows, dst] { be_.gather_rows(src, rows, dst); };
       output("dst", dst);
+      break;
+    }
+    case Op::ScatterRows: {
+      // Rows nobody writes keep their NaN: the op must touch only its rows.
+      const DType dt = c.f32 ? DType::F32 : act;
+      const Tensor src = put(dt, n, c.dim, d.x), dst = poisoned(dt, c.table, c.dim);
+      const int32_t* rows = put_i32(d.ids);
+      op_ = [this, src, rows, dst] { be_.scatter_rows(src, rows, dst); };
+      output("dst", dst, true);
       break;
     }
     case Op::Softcap: {
@@ -911,7 +959,8 @@ Traffic traffic(const OpCase& c, const Backend& backend) {
       break;
     }
     case Op::SiluGlu: t.bytes = 3 * n * dim * a; break;
-    case Op::GatherRows: t.bytes = 2 * n * dim * (c.f32 ? 4 : a) + 4 * n; break;
+    case Op::GatherRows:
+    case Op::ScatterRows: t.bytes = 2 * n * dim * (c.f32 ? 4 : a) + 4 * n; break;
     case Op::Softcap: t.bytes = 8 * n * dim; break;
     case Op::Argmax: t.bytes = 4 * n * dim + 4 * n; break;
     case Op::Sample:

@@ -21,6 +21,7 @@ enum class Op : uint8_t {
   RopeStoreKv,
   SiluGlu,
   GatherRows,
+  ScatterRows,  // a step's target taps set aside into the drafter's waiting-row store
   Softcap,
   Argmax,
   Sample,  // Backend::sample: f32 logits rows -> tokens
@@ -53,7 +54,7 @@ struct OpCase {
   int64_t n = 0;          // rows (tokens) for the row-wise ops
   int64_t dim = 0;        // row width: hidden size; matmul in; silu_glu I; vocab for softcap / argmax
   int64_t out = 0;        // matmul out
-  int64_t table = 0;      // embedding vocab; gather_rows source rows
+  int64_t table = 0;      // embedding vocab; gather_rows source rows; scatter_rows destination rows
   bool bias = false;      // matmul
   bool strided = false;   // x (matmul, rmsnorm) / q (attention) is a column slice of a wider buffer
   bool f32 = false;       // matmul: f32 y (logits); gather_rows: f32 source (logits);

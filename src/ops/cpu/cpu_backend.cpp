@@ -185,11 +185,13 @@ class CpuBackend final : public Backend {
     for (int64_t r = 0; r < x.rows; ++r) cpu::rmsnorm(row(x, r), w.as<float>(), row(y, r), 1, x.cols, eps);
   }
 
-  void add_rmsnorm(const Tensor& residual, const Tensor& delta, const Tensor& w, const Tensor& y, float eps) override {
+  void add_rmsnorm(const Tensor& residual, const Tensor& delta, const Tensor& w, const Tensor& y, float eps,
+                   const Tensor* residual_out) override {
     require_f32(residual, "add_rmsnorm", "residual");
     require_f32(delta, "add_rmsnorm", "delta");
     require(delta.rows == residual.rows && delta.cols == residual.cols, "add_rmsnorm", "shape mismatch");
     for (int64_t r = 0; r < residual.rows; ++r) cpu::add(row(residual, r), row(delta, r), residual.cols);
+    if (residual_out) copy(residual, *residual_out);
     rmsnorm(residual, w, y, eps);
   }
 
@@ -252,6 +254,18 @@ class CpuBackend final : public Backend {
       require(rows[r] >= 0 && rows[r] < src.rows, "gather_rows", "row index outside the source");
       std::memcpy(static_cast<std::byte*>(dst.data) + static_cast<size_t>(r * dst.ld) * es,
                   static_cast<const std::byte*>(src.data) + static_cast<size_t>(rows[r] * src.ld) * es,
+                  static_cast<size_t>(src.cols) * es);
+    }
+  }
+
+  void scatter_rows(const Tensor& src, const int32_t* rows, const Tensor& dst) override {
+    require(src.dtype == dst.dtype && src.cols == dst.cols, "scatter_rows", "dtype or width mismatch");
+    const size_t es = dtype_size(src.dtype);
+    for (int64_t r = 0; r < src.rows; ++r) {
+      if (rows[r] < 0) continue;
+      require(rows[r] < dst.rows, "scatter_rows", "row index outside the destination");
+      std::memcpy(static_cast<std::byte*>(dst.data) + static_cast<size_t>(rows[r] * dst.ld) * es,
+                  static_cast<const std::byte*>(src.data) + static_cast<size_t>(r * src.ld) * es,
                   static_cast<size_t>(src.cols) * es);
     }
   }

@@ -16,14 +16,17 @@ namespace {
 // the sum in registers between the two passes: every global load is issued
 // before the first reduction, so a decode row (one block on the whole GPU)
 // waits for memory once, not once per loop trip (6 us -> ~2 us at hidden
-// 4096). y may alias delta: delta is fully read before y is written.
+// 4096). y may alias delta: delta is fully read before y is written. out
+// (may be null) gets the updated residual in bf16: a drafter's tap.
 template <int V, int kIters>
 __global__ void __launch_bounds__(1024) add_rmsnorm_kernel(float* residual, int64_t ldr, const bf16* delta, int64_t ldd,
-                                   const bf16* __restrict__ w, bf16* y, int64_t ldy, int64_t cols, float eps) {
+                                   const bf16* __restrict__ w, bf16* y, int64_t ldy, bf16* __restrict__ out,
+                                   int64_t ldo, int64_t cols, float eps) {
   let_dependents_launch();  // the next qkv or gate_up projection
   float* rr = residual + blockIdx.x * ldr;
   const bf16* dr = delta + blockIdx.x * ldd;
   bf16* yr = y + blockIdx.x * ldy;
+  bf16* orow = out ? out + blockIdx.x * ldo : nullptr;
   const int64_t stride = static_cast<int64_t>(blockDim.x) * V;
   float r[kIters][V], g[kIters][V];
 #pragma unroll
@@ -46,6 +49,7 @@ __global__ void __launch_bounds__(1024) add_rmsnorm_kernel(float* residual, int6
 #pragma unroll
       for (int i = 0; i < V; ++i) sum += r[it][i] * r[it][i];
       store_vec<V>(rr + c, r[it]);
+      if (orow) store_vec<V>(orow + c, r[it]);
     }
   }
   const float inv_rms = rsqrtf(block_sum(sum) / static_cast<float>(cols) + eps);
@@ -64,7 +68,7 @@ __global__ void __launch_bounds__(1024) add_rmsnorm_kernel(float* residual, int6
 }  // namespace
 
 void add_rmsnorm(const Tensor& residual, const Tensor& delta, const Tensor& w, const Tensor& y, float eps,
-                 cudaStream_t stream) {
+                 const Tensor* residual_out, cudaStream_t stream) {
   expect_tensor(residual, DType::F32, "add_rmsnorm", "residual");
   expect_tensor(delta, DType::BF16, "add_rmsnorm", "delta");
   expect_tensor(w, DType::BF16, "add_rmsnorm", "w");
@@ -72,8 +76,14 @@ void add_rmsnorm(const Tensor& residual, const Tensor& delta, const Tensor& w, c
   expect_shape(delta, residual.rows, residual.cols, "add_rmsnorm", "delta");
   expect_shape(w, 1, residual.cols, "add_rmsnorm", "w");
   expect_shape(y, residual.rows, residual.cols, "add_rmsnorm", "y");
+  if (residual_out) {
+    expect_tensor(*residual_out, DType::BF16, "add_rmsnorm", "residual_out");
+    expect_shape(*residual_out, residual.rows, residual.cols, "add_rmsnorm", "residual_out");
+  }
   if (residual.empty()) return;
-  const int v = std::min(vector_elems(residual.cols, 4, {&residual}), vector_elems(residual.cols, 2, {&delta, &w, &y}));
+  const Tensor& out = residual_out ? *residual_out : y;  // y: no further constraint on v
+  const int v =
+      std::min(vector_elems(residual.cols, 4, {&residual}), vector_elems(residual.cols, 2, {&delta, &w, &y, &out}));
   const int64_t vectors = residual.cols / v;
   const int64_t threads = std::min<int64_t>(1024, (vectors + 31) / 32 * 32);
   const int64_t iters = (vectors + threads - 1) / threads;
@@ -84,6 +94,7 @@ void add_rmsnorm(const Tensor& residual, const Tensor& delta, const Tensor& w, c
                     add_rmsnorm_kernel<V, kIters><<<static_cast<unsigned>(residual.rows), static_cast<unsigned>(threads),
                                                     0, stream>>>(residual.as<float>(), residual.ld, delta.as<bf16>(),
                                                                  delta.ld, w.as<bf16>(), y.as<bf16>(), y.ld,
+                                                                 residual_out ? out.as<bf16>() : nullptr, out.ld,
                                                                  residual.cols, eps));
   };
   if (iters == 1)

@@ -267,8 +267,9 @@ class CudaBackend final : public Backend {
   void rmsnorm(const Tensor& x, const Tensor& w, const Tensor& y, float eps) override {
     cuda::rmsnorm(x, w, y, eps, stream_);
   }
-  void add_rmsnorm(const Tensor& residual, const Tensor& delta, const Tensor& w, const Tensor& y, float eps) override {
-    cuda::add_rmsnorm(residual, delta, w, y, eps, stream_);
+  void add_rmsnorm(const Tensor& residual, const Tensor& delta, const Tensor& w, const Tensor& y, float eps,
+                   const Tensor* residual_out) override {
+    cuda::add_rmsnorm(residual, delta, w, y, eps, residual_out, stream_);
   }
   void rope_store_kv(const Tensor& qkv, int64_t heads, int64_t kv_heads, int64_t head_dim, const Tensor* q_norm,
                      const Tensor* k_norm, const int32_t* positions, const Rope& rope, float eps, const int32_t* slots,
@@ -285,6 +286,9 @@ class CudaBackend final : public Backend {
   }
   void gather_rows(const Tensor& src, const int32_t* rows, const Tensor& dst) override {
     cuda::gather_rows(src, rows, dst, stream_);
+  }
+  void scatter_rows(const Tensor& src, const int32_t* rows, const Tensor& dst) override {
+    cuda::scatter_rows(src, rows, dst, stream_);
   }
   void softcap(const Tensor& x, float cap) override { cuda::softcap(x, cap, stream_); }
   void argmax(const Tensor& x, const Tensor& out) override { cuda::argmax(x, out, stream_); }
