@@ -10,15 +10,20 @@ namespace flashdraft::engine {
 
 AcceptanceEstimate::AcceptanceEstimate(int64_t max_drafts) : max_k_(std::max<int64_t>(max_drafts, 0)) {
   const auto k = static_cast<size_t>(max_k_);
-  // The prior as if kPriorWeight steps had seen it.
-  global_.tried.assign(k, kPriorWeight);
-  global_.kept.assign(k, kPriorWeight * kPrior);
+  global_.tried.assign(k, 0.0);
+  global_.kept.assign(k, 0.0);
+  update_global_rates();
 }
 
-double AcceptanceEstimate::global_rate(int64_t m) const {
-  const auto i = static_cast<size_t>(m - 1);
-  return global_.kept[i] / global_.tried[i];
+void AcceptanceEstimate::update_global_rates() {
+  global_rates_.resize(global_.tried.size());
+  double prior = kPrior;
+  for (size_t i = 0; i < global_rates_.size(); ++i) {
+    prior = global_rates_[i] = (global_.kept[i] + kPriorWeight * prior) / (global_.tried[i] + kPriorWeight);
+  }
 }
+
+double AcceptanceEstimate::global_rate(int64_t m) const { return global_rates_[static_cast<size_t>(m - 1)]; }
 
 double AcceptanceEstimate::rate(const Counts* r, size_t i) const {
   const double g = global_rate(static_cast<int64_t>(i) + 1);
@@ -76,6 +81,7 @@ void AcceptanceEstimate::observe(RequestId id, int64_t proposed, int64_t accepte
     global_.tried[i] = global_.tried[i] * kGlobalDecay + 1;
     global_.kept[i] = global_.kept[i] * kGlobalDecay + kept;
   }
+  update_global_rates();
 }
 
 void AcceptanceEstimate::idle(RequestId id) {

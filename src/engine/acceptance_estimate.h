@@ -9,8 +9,14 @@
 //
 // Two levels, both exponentially weighted counts (tried, kept) per position:
 //   global: every request's steps (the drafter's running rates on this
-//           workload), starting from a prior of kPrior that lets drafting
-//           be tried at all before anything is known;
+//           workload), each position's counts with a prior worth
+//           kPriorWeight steps: kPrior for position 1, which lets drafting
+//           be tried at all before anything is known, and for position m
+//           the global rate of position m - 1. So a position nobody has
+//           reached yet is as likely as the one before it: when the first
+//           drafts all fail at position 1, positions 2.. fall with it
+//           (with a fixed prior they kept 0.8, and a few requests' first
+//           drafts looked worth ~2 tokens when they were worth ~1);
 //   request: its own steps, with the global rate as a prior worth
 //           kPriorWeight steps: q = (kept + w * q_global) / (tried + w).
 // A request's own counts decay with each of its steps (kRequestDecay), so a
@@ -71,12 +77,14 @@ class AcceptanceEstimate {
     int64_t wait = kProbeAfter;  // idle steps before its next probe
   };
   Counts& request(RequestId id);
+  void update_global_rates();
   const Counts* find(RequestId id) const;  // null: no steps of its own yet
   // The conditional rate of position i + 1 for a request's counts (null: the global rate).
   double rate(const Counts* r, size_t i) const;
 
   int64_t max_k_;
-  Counts global_;
+  Counts global_;                     // counts seen, without the prior
+  std::vector<double> global_rates_;  // of global_ and the prior, per position
   std::unordered_map<RequestId, Counts> requests_;
 };
 

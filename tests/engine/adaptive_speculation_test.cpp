@@ -171,8 +171,11 @@ TEST(AcceptanceEstimate, StartsFromThePriorAndFollowsTheRequest) {
   for (int i = 0; i < 6; ++i) est.observe(7, 15, 0);  // always rejected at once
   est.cumulative(7, p);
   EXPECT_LT(p[0], 0.35);
-  // Only position 1 was ever tried: later positions keep the global rate.
+  // Only position 1 was ever tried: later positions keep the global rate,
+  // which for a position nobody reached is that of the position before it.
   EXPECT_NEAR(est.request_rate(7, 2), est.global_rate(2), 1e-12);
+  EXPECT_LT(est.global_rate(1), 0.35);
+  EXPECT_NEAR(est.global_rate(15), est.global_rate(1), 1e-12);
   // Another request, all accepted: it starts from the (now lower) global rate
   // and climbs to near 1.
   est.cumulative(8, p);
