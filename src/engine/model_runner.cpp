@@ -29,6 +29,9 @@ constexpr int64_t kMinKeysBucket = 1024;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// A decode entry verifying drafts (the drafter runs for it this step).
+bool verifies_drafts(const ScheduledRequest& e) { return e.kind == ScheduledRequest::Kind::Decode && e.rows > 1; }
+
 }  // namespace
 
 ModelRunner::ModelRunner(model::Qwen3Model& target, model::DFlashDrafter* drafter, int64_t num_blocks,
@@ -139,12 +142,20 @@ GraphCaptureReport ModelRunner::capture_graphs() {
 void ModelRunner::run(const StepPlan& plan, const BlockManager& blocks) {
   if (ranks_ && !dispatching_) return on_every_rank([&](ModelRunner& r) { r.run(plan, blocks); });
   const auto t0 = std::chrono::steady_clock::now();
-  set_aside_ = false;
+  // A step in which nobody drafts sets all its rows aside (write_context):
+  // booked below, the taps moved into the store by the step itself
+  // (scatter_rows, recorded in its graph), so the host adds no copy to the
+  // step (a device copy's call was ~8 us a step at a long-context point on
+  // the GPU, where nobody drafts). Every row it computes is committed unless
+  // its request stops, and a stopped request's rows are forgotten with it
+  // (forget). write_context then has nothing to do.
+  set_aside_ = drafter_ && std::none_of(plan.entries.begin(), plan.entries.end(), verifies_drafts);
+  aside_rows_ = 0;
   // The drafter context of the requests drafting now is complete first.
-  if (!pending_.empty()) {
+  if (!pending_.empty() && !set_aside_) {
     std::vector<RequestId> drafting;
     for (const ScheduledRequest& e : plan.entries)
-      if (e.kind == ScheduledRequest::Kind::Decode && e.rows > 1) drafting.push_back(e.request->id);
+      if (verifies_drafts(e)) drafting.push_back(e.request->id);
     std::sort(drafting.begin(), drafting.end());
     if (!drafting.empty()) flush_context(blocks, &drafting);
   }
@@ -171,17 +182,6 @@ void ModelRunner::run(const StepPlan& plan, const BlockManager& blocks) {
   }
   if (seqs.empty()) return;
 
-  // A step in which nobody drafts sets all its rows aside (write_context):
-  // booked here, the taps moved into the store by the step itself
-  // (scatter_rows, recorded in its graph), so the host adds no copy to the
-  // step (a device copy's call was ~8 us a step at a long-context point on
-  // the GPU, where nobody drafts). Every row it computes is committed unless
-  // its request stops, and a stopped request's rows are forgotten with it
-  // (forget). write_context then has nothing to do.
-  set_aside_ = drafter_ && std::none_of(plan.entries.begin(), plan.entries.end(), [](const ScheduledRequest& e) {
-                 return e.kind == ScheduledRequest::Kind::Decode && e.rows > 1;
-               });
-  aside_rows_ = 0;
   if (set_aside_) {
     step_rows_.clear();
     for (const ScheduledRequest& e : plan.entries) step_rows_.push_back(e.rows);
@@ -293,11 +293,13 @@ void ModelRunner::prepare(std::span<const Seq> seqs, int64_t min_keys) {
   const size_t minus_one = src_off_ + static_cast<size_t>(n_drafts_ + n_rows_);
   ids_idx_off_ = minus_one + 1;
   draft_idx_off_ = ids_idx_off_ + static_cast<size_t>(n_rows_);
-  aside_idx_off_ = draft_idx_off_ + static_cast<size_t>(n_logit_rows_);
-  step_host_.assign(aside_idx_off_ + static_cast<size_t>(n_rows_), 0);
   // Row r's taps go to store row aside_first_ + r; pads' (and every row of a
-  // step that sets nothing aside) nowhere.
-  for (int64_t r = 0; r < n_rows_; ++r)
+  // step that sets nothing aside) nowhere. Only a step that can set rows
+  // aside (enqueue_step's scatter) carries these indices.
+  const int64_t aside_indices = drafter_ && !drafting_ ? n_rows_ : 0;
+  aside_idx_off_ = draft_idx_off_ + static_cast<size_t>(n_logit_rows_);
+  step_host_.assign(aside_idx_off_ + static_cast<size_t>(aside_indices), 0);
+  for (int64_t r = 0; r < aside_indices; ++r)
     step_host_[aside_idx_off_ + static_cast<size_t>(r)] = r < aside_rows_ ? static_cast<int32_t>(aside_first_ + r) : -1;
   std::copy(tokens_.begin(), tokens_.end(), step_host_.begin() + static_cast<std::ptrdiff_t>(src_off_ + n_drafts_));
   step_host_[minus_one] = -1;
@@ -441,7 +443,7 @@ void ModelRunner::write_context(const StepPlan& plan, std::span<const int64_t> k
   for (size_t i = 0; i < plan.entries.size(); ++i) {
     const ScheduledRequest& e = plan.entries[i];
     if (keep[i] <= 0) continue;
-    if (e.kind != ScheduledRequest::Kind::Decode || e.rows < 2) {
+    if (!verifies_drafts(e)) {
       step_rows_[i] = keep[i];
       continue;
     }
