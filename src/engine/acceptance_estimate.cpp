@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/error.h"
 
@@ -17,11 +18,16 @@ AcceptanceEstimate::AcceptanceEstimate(int64_t max_drafts) : max_k_(std::max<int
 
 void AcceptanceEstimate::update_global_rates() {
   global_rates_.resize(global_.tried.size());
+  probe_rates_.resize(global_.tried.size());
   double prior = kPrior;
   for (size_t i = 0; i < global_rates_.size(); ++i) {
-    prior = global_rates_[i] = (global_.kept[i] + kPriorWeight * prior) / (global_.tried[i] + kPriorWeight);
+    const double n = global_.tried[i] + kPriorWeight;
+    const double g = prior = global_rates_[i] = (global_.kept[i] + kPriorWeight * prior) / n;
+    probe_rates_[i] = std::min(kPrior, g + kProbeZ * std::sqrt(g * (1 - g) / n));
   }
 }
+
+double AcceptanceEstimate::probe_rate(int64_t m) const { return probe_rates_[static_cast<size_t>(m - 1)]; }
 
 double AcceptanceEstimate::global_rate(int64_t m) const { return global_rates_[static_cast<size_t>(m - 1)]; }
 
@@ -29,7 +35,7 @@ double AcceptanceEstimate::rate(const Counts* r, size_t i) const {
   const double g = global_rate(static_cast<int64_t>(i) + 1);
   if (!r) return g;
   const double q = (r->kept[i] + kPriorWeight * g) / (r->tried[i] + kPriorWeight);
-  return r->idle >= r->wait ? std::max(q, kPrior) : q;
+  return r->idle >= r->wait ? std::max(q, probe_rates_[i]) : q;
 }
 
 const AcceptanceEstimate::Counts* AcceptanceEstimate::find(RequestId id) const {

@@ -27,11 +27,19 @@
 // A request that does not draft teaches nothing, so a pessimistic estimate
 // would never be corrected (a request that falls into a loop after a hard
 // start, or a global rate dragged down by a few unlucky first steps). After
-// a wait of steps without drafts its rates are taken as at least kPrior
-// until it drafts: if drafting pays at that rate the policy drafts for it,
+// a wait of steps without drafts its rates are taken as at least the probe
+// rates until it drafts: if drafting pays at those the policy drafts for it,
 // and what the verify shows replaces the guess. Where drafting cannot pay
 // even then (a busy machine) the probe costs nothing, since nothing is
-// drafted. The wait starts at kProbeAfter and doubles after every probe,
+// drafted. A probe rate is the global rate's upper confidence bound
+// (kProbeZ standard errors above it, its evidence being the global counts),
+// at most kPrior: a few unlucky first drafts leave the bound high, so the
+// requests are probed as they were at the start; a workload the drafter
+// fails at, seen on many drafts, leaves it low, and requests due a probe
+// together (a batch that started at once) no longer all draft whole blocks
+// to learn again what every earlier probe showed (at a long-context point
+// where drafts pass a third of the time, such steps cost ~5% of a run).
+// The wait starts at kProbeAfter and doubles after every probe,
 // up to kProbeMax, so text the drafter cannot follow costs a probe every
 // few dozen steps rather than every eighth; a request that drafts on its
 // own estimate (its probe paid) is back to kProbeAfter.
@@ -53,6 +61,7 @@ class AcceptanceEstimate {
   static constexpr double kIdleDecay = 0.9;
   static constexpr int64_t kProbeAfter = 8;
   static constexpr int64_t kProbeMax = 128;
+  static constexpr double kProbeZ = 2.0;
 
   explicit AcceptanceEstimate(int64_t max_drafts);
 
@@ -63,6 +72,8 @@ class AcceptanceEstimate {
   double global_rate(int64_t m) const;
   // The request's rate at position m, optimistic when it is due a probe.
   double request_rate(RequestId id, int64_t m) const;
+  // What a probe takes position m's rate to be at least (see above).
+  double probe_rate(int64_t m) const;
 
   // A verify step of `proposed` drafts of which the first `accepted` were kept.
   void observe(RequestId id, int64_t proposed, int64_t accepted);
@@ -85,6 +96,7 @@ class AcceptanceEstimate {
   int64_t max_k_;
   Counts global_;                     // counts seen, without the prior
   std::vector<double> global_rates_;  // of global_ and the prior, per position
+  std::vector<double> probe_rates_;   // per position
   std::unordered_map<RequestId, Counts> requests_;
 };
 

@@ -67,6 +67,7 @@ Engine::Engine(model::Qwen3Model& target, model::DFlashDrafter* drafter, const E
   ro.max_keys = context_limit_ + 1 + k_;
   ro.spec_rows = 1 + k_;
   ro.pending_bytes = config.pending_context_bytes;
+  ro.catch_up_bytes = config.catch_up_bytes;
   runner_ = std::make_unique<ModelRunner>(target, drafter, config_.num_kv_blocks, config.kv_block_size, ro);
   // Before calibrating: the step costs are those of recorded steps.
   graphs_ = runner_->capture_graphs();

@@ -76,6 +76,9 @@ struct EngineConfig {
   // Backend memory for the taps of committed rows whose drafter context
   // waits for a step that drafts (RunnerOptions::pending_bytes).
   int64_t pending_context_bytes = int64_t{128} << 20;
+  // Scratch memory for writing such rows when their request drafts again
+  // (RunnerOptions::catch_up_bytes).
+  int64_t catch_up_bytes = int64_t{32} << 20;
 };
 
 // What a step produced for one request (at most one per request and step).

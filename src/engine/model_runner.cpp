@@ -57,6 +57,8 @@ ModelRunner::ModelRunner(model::Qwen3Model& target, model::DFlashDrafter* drafte
     tap_width_ = taps * target_.config().hidden_size;
     const auto row_bytes = static_cast<int64_t>(ops::dtype_size(be.activation_dtype())) * tap_width_;
     pending_capacity_ = std::max(options_.max_rows, options_.pending_bytes / std::max<int64_t>(row_bytes, 1));
+    const int64_t write_bytes = row_bytes + 4 + drafter_->context_write_row_bytes();
+    catch_up_rows_ = std::min(pending_capacity_, std::max(options_.max_rows, options_.catch_up_bytes / write_bytes));
     // A device allocation in the middle of a run stalls it (and would move
     // the store under recorded steps): all at once, except on the CPU, where
     // untouched memory costs nothing and nothing is recorded.
@@ -84,9 +86,10 @@ ModelRunner::ModelRunner(model::Qwen3Model& target, model::DFlashDrafter* drafte
   model::grow_tensor(be, sampled_, ops::DType::I32, rows, 1);
   model::grow_tensor(be, verdicts_dev_, ops::DType::I32, seqs, 2);
   if (drafter_) {
-    model::grow_tensor(be, tap_row_ids_, ops::DType::I32, rows, 1);
-    const auto taps = static_cast<int64_t>(drafter_->config().target_layer_ids.size());
-    model::grow_tensor(be, ctx_taps_, be.activation_dtype(), rows, taps * target_.config().hidden_size);
+    // The writes' scratch too: not recorded, but allocating it mid-run would stall a step.
+    drafter_->reserve_context_writes({catch_up_rows_, options_.max_seqs, options_.max_keys, block_size});
+    model::grow_tensor(be, tap_row_ids_, ops::DType::I32, catch_up_rows_, 1);
+    model::grow_tensor(be, ctx_taps_, be.activation_dtype(), catch_up_rows_, tap_width_);
   }
 }
 
@@ -511,9 +514,8 @@ void ModelRunner::reserve_pending(int64_t rows) {
 
 void ModelRunner::flush_context(const BlockManager& blocks, const std::vector<RequestId>* only) {
   // Per request, runs of consecutive positions, each one sequence of a
-  // write, in writes of at most max_rows rows and max_seqs sequences: the
-  // sizes the drafter's buffers were reserved for (a larger write would
-  // move them and make every recorded graph record again). Rows of a
+  // write, in writes of at most catch_up_rows_ rows and max_seqs sequences
+  // (what the writes' buffers were reserved for). Rows of a
   // request that finished or was preempted since (its table no longer
   // covers them) are dropped; of a row set aside twice (a preempted request
   // computed it again) the later one is written.
@@ -545,7 +547,7 @@ void ModelRunner::flush_context(const BlockManager& blocks, const std::vector<Re
         continue;
       }
       const bool extends = !fresh && ctx.seqs.back().pos0 + ctx.seqs.back().n_rows == p.pos;
-      if (static_cast<int64_t>(rows.size()) == options_.max_rows ||
+      if (static_cast<int64_t>(rows.size()) == catch_up_rows_ ||
           (!extends && static_cast<int64_t>(ctx.seqs.size()) == options_.max_seqs)) {
         write();
         fresh = true;

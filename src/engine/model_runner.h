@@ -61,6 +61,13 @@ struct RunnerOptions {
   // taps on a GPU (every prompt of a busy long-context step), ~3k of an
   // 8B target's 5 x 4096.
   int64_t pending_bytes = int64_t{128} << 20;
+  // A request's waiting rows are written when it drafts again in pieces of
+  // up to this much scratch memory (gathered taps and the drafter's
+  // activations), but at least max_rows rows: on a GPU each piece is ~6
+  // launches and an upload whatever its size, so the shipped pair writes a
+  // long prompt at once instead of in max_rows pieces, while an 8B pair's
+  // pieces stay at max_rows (its writes are bound by their GEMMs).
+  int64_t catch_up_bytes = int64_t{32} << 20;
 };
 
 // Drafter context writes so far (write_context), for benchmarks: rows
@@ -138,11 +145,10 @@ class ModelRunner {
   // nobody drafts, the step itself moves them there, recorded in its graph;
   // beside drafting requests, one device copy per run of consecutive rows
   // after the step), and a request's waiting rows are written in the step
-  // in which it next drafts, before the drafter runs (in writes of at most
-  // max_rows rows), or when
-  // the taps set aside would pass RunnerOptions::pending_bytes (then
-  // everyone's); those of a request that finishes or loses its blocks first
-  // are never written. So a request that does not draft costs about what
+  // in which it next drafts, before the drafter runs (in writes of up to
+  // RunnerOptions::catch_up_bytes), or when the taps set aside would pass
+  // RunnerOptions::pending_bytes (then everyone's); those of a request that
+  // finishes or loses its blocks first are never written. So a request that does not draft costs about what
   // plain decoding costs (a write is ~6 launches and an upload on a GPU: at
   // a long-context point where nobody drafts, the prompts' writes were most
   // of adaptive's loss to plain), one that never drafts never has its
@@ -251,6 +257,7 @@ class ModelRunner {
   ops::OwnedTensor pending_taps_;
   int64_t pending_used_ = 0;
   int64_t pending_capacity_ = 0;  // rows (RunnerOptions::pending_bytes)
+  int64_t catch_up_rows_ = 0;     // rows of one catch-up write (RunnerOptions::catch_up_bytes)
   int64_t tap_width_ = 0;         // columns of a row of taps
   ContextWrites context_writes_;
 

@@ -154,7 +154,7 @@ void DFlashDrafter::write_context(const ops::Tensor& taps, const BatchContext& r
     throw Error("DFlashDrafter::write_context: taps are " + str(taps.rows) + "x" + str(taps.cols) + ", expected " +
                 str(n) + "x" + str(cfg_.num_taps() * target_.config().hidden_size));
   ids_.assign(static_cast<size_t>(n), 0);  // no tokens: only positions and slots are read
-  inputs_.build(backend_, rows, pool.block_size(), ids_, LogitRows::BlockTail);
+  write_inputs_.build(backend_, rows, pool.block_size(), ids_, LogitRows::PerSeq);
   const ops::DType dt = backend_.activation_dtype();
   const ops::Tensor ctx = grow_tensor(backend_, ctx_, dt, n, H);
   const ops::Tensor kvs = grow_tensor(backend_, kv_, dt, n, L * 2 * kv);
@@ -171,8 +171,8 @@ void DFlashDrafter::write_context(const ops::Tensor& taps, const BatchContext& r
   for (int64_t l = 0; l < L; ++l) {
     const auto& w = layers_[static_cast<size_t>(l)];
     backend_.rope_store_kv(kvs.col_slice(2 * l * kv, 2 * kv), 0, geo_.kv_heads, geo_.head_dim, nullptr,
-                           geo_.qk_norm ? &w.k_norm.t : nullptr, inputs_.attn().positions, rope_, geo_.eps,
-                           inputs_.attn().slots, pool.k(layer_offset + l), pool.v(layer_offset + l));
+                           geo_.qk_norm ? &w.k_norm.t : nullptr, write_inputs_.attn().positions, rope_, geo_.eps,
+                           write_inputs_.attn().slots, pool.k(layer_offset + l), pool.v(layer_offset + l));
   }
 }
 
@@ -197,8 +197,20 @@ void DFlashDrafter::reserve(const BatchLimits& limits) {
   acts_.reserve(backend_, geo_, rows);
   grow_tensor(backend_, selected_, dt, rows, geo_.hidden);
   grow_tensor(backend_, logits_, ops::DType::F32, rows, target_.vocab_count());
-  grow_tensor(backend_, ctx_, dt, rows, geo_.hidden);
-  grow_tensor(backend_, kv_, dt, rows, cfg_.model.num_hidden_layers * 2 * geo_.kv_dim());
+  reserve_context_writes(limits);
+}
+
+void DFlashDrafter::reserve_context_writes(const BatchLimits& limits) {
+  const ops::DType dt = backend_.activation_dtype();
+  write_inputs_.reserve(backend_, limits);
+  grow_tensor(backend_, ctx_, dt, limits.rows, geo_.hidden);
+  grow_tensor(backend_, kv_, dt, limits.rows, cfg_.model.num_hidden_layers * 2 * geo_.kv_dim());
+}
+
+int64_t DFlashDrafter::context_write_row_bytes() const {
+  const auto act = static_cast<int64_t>(ops::dtype_size(backend_.activation_dtype()));
+  // ctx and every layer's K/V; ids, positions, slots and a logit row (i32).
+  return act * (geo_.hidden + cfg_.model.num_hidden_layers * 2 * geo_.kv_dim()) + 4 * 4;
 }
 
 void DFlashDrafter::prepare(std::span<const int32_t> anchors, const BatchContext& blocks, KVPool& pool,

@@ -79,6 +79,13 @@ class DFlashDrafter {
   void forward_prepared(KVPool& pool, int64_t layer_offset);
   // Grows the buffers (blocks and context writes) for batches within `limits`.
   void reserve(const BatchLimits& limits);
+  // Grows the context writes' own buffers (inputs and scratch, apart from
+  // the blocks', so a larger write moves nothing a recorded draft uses) for
+  // writes within `limits`.
+  void reserve_context_writes(const BatchLimits& limits);
+  // Scratch bytes per row of a context write (its inputs and activations;
+  // not the taps, which the caller holds).
+  int64_t context_write_row_bytes() const;
   const ops::Tensor& draft_logits() const { return logits_view_; }
   // run(), then the logits downloaded.
   void draft(std::span<const int32_t> anchors, const BatchContext& blocks, KVPool& pool, int64_t layer_offset,
@@ -111,7 +118,7 @@ class DFlashDrafter {
   ops::Rope rope_;
 
   Activations acts_;
-  StepInputs inputs_;
+  StepInputs inputs_, write_inputs_;  // the blocks'; the context writes'
   std::vector<int32_t> ids_;
   ops::OwnedTensor ctx_, kv_, selected_, logits_, host_taps_;
   ops::Tensor logits_view_, selected_view_;

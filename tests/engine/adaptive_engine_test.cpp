@@ -161,14 +161,18 @@ std::vector<int32_t> reference_drafts(std::span<const int32_t> committed) {
 }
 
 // A request that stops drafting (its rows' drafter context set aside, prompt
-// included, and written only before the next drafting step, in writes of at
-// most max_rows rows) drafts on resuming exactly what a complete context
-// gives: every verify step's accepted count is the reference drafts' match
-// with the greedy continuation. With room for only max_rows waiting rows the
-// context is also written whenever that fills.
+// included, and written only before the next drafting step) drafts on
+// resuming exactly what a complete context gives: every verify step's
+// accepted count is the reference drafts' match with the greedy
+// continuation. Its waiting rows are written at once, or (catch-up scratch
+// for only max_rows rows) in writes of max_rows rows; with room for only
+// max_rows waiting rows the context is also written whenever that fills.
 TEST(AdaptiveEngine, ARequestThatStopsDraftingResumesFromACompleteContext) {
   constexpr int kTokens = 48;
-  for (const int64_t pending_bytes : {int64_t{128} << 20, int64_t{1}}) {
+  const std::pair<int64_t, int64_t> sizes[] = {
+      {int64_t{128} << 20, int64_t{32} << 20}, {int64_t{128} << 20, 1}, {1, int64_t{32} << 20}};
+  std::vector<int64_t> writes;
+  for (const auto& [pending_bytes, catch_up_bytes] : sizes) {
     EngineConfig c = config(3, kTokens);
     // Cheaper drafter rows than cpu_like_costs': drafting pays on some
     // steps and not others (17 verify steps of 3 x 48 tokens, 9 of them
@@ -178,6 +182,7 @@ TEST(AdaptiveEngine, ARequestThatStopsDraftingResumesFromACompleteContext) {
     (*c.step_costs)[10] = 0.03e-3;  // drafter row
     c.max_tokens_per_step = 64;  // prompts span several chunks and several writes
     c.pending_context_bytes = pending_bytes;
+    c.catch_up_bytes = catch_up_bytes;
     Engine engine(*shipped().target, &shipped().drafter("drafter-full"), c);
     const std::vector<Prompt> prompts(some_prompts().begin(), some_prompts().begin() + 3);
     std::vector<RequestId> ids;
@@ -224,13 +229,18 @@ TEST(AdaptiveEngine, ARequestThatStopsDraftingResumesFromACompleteContext) {
       if (v.idle_before > 1) ++resumed;
       longest_idle = std::max(longest_idle, v.idle_before);
     }
-    std::printf("pending %lld bytes: %zu verify steps, %lld after a pause, longest pause %lld steps; %s\n",
-                static_cast<long long>(pending_bytes), verifies.size(), static_cast<long long>(resumed),
-                static_cast<long long>(longest_idle), engine.stats().summary().c_str());
+    const ContextWrites& w = engine.context_writes();
+    writes.push_back(w.writes);
+    std::printf("pending %lld bytes, catch-up %lld bytes: %zu verify steps, %lld after a pause, longest pause "
+                "%lld steps; context %lld rows in %lld writes; %s\n",
+                static_cast<long long>(pending_bytes), static_cast<long long>(catch_up_bytes), verifies.size(),
+                static_cast<long long>(resumed), static_cast<long long>(longest_idle),
+                static_cast<long long>(w.rows), static_cast<long long>(w.writes), engine.stats().summary().c_str());
     EXPECT_GE(resumed, 3);
     EXPECT_GE(longest_idle, 8);  // a probe after a long pause, not only short gaps
     for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(engine.result(ids[i]).tokens, plain_outputs(kTokens)[i]) << i;
   }
+  EXPECT_LT(writes[0], writes[1]);  // a catch-up is one write when its scratch allows
 }
 
 }  // namespace

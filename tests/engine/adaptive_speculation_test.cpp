@@ -206,6 +206,24 @@ TEST(AcceptanceEstimate, StartsFromThePriorAndFollowsTheRequest) {
   EXPECT_EQ(est.request_rate(7, 1), est.global_rate(1));
 }
 
+// A probe is as optimistic as the global evidence allows: after two failed
+// first drafts it assumes kPrior, as at the start; after many, hardly more
+// than what they showed.
+TEST(AcceptanceEstimate, AProbeIsOptimisticOnlyWhereLittleIsKnown) {
+  AcceptanceEstimate est(15);
+  for (RequestId id = 0; id < 2; ++id) est.observe(id, 15, 0);
+  EXPECT_EQ(est.probe_rate(1), AcceptanceEstimate::kPrior);
+  for (int i = 0; i < AcceptanceEstimate::kProbeAfter; ++i) est.idle(0);
+  EXPECT_EQ(est.request_rate(0, 1), AcceptanceEstimate::kPrior);
+
+  for (RequestId id = 2; id < 60; ++id) est.observe(id, 15, 0);
+  EXPECT_LT(est.probe_rate(1), 0.15);
+  EXPECT_GT(est.probe_rate(1), est.global_rate(1));
+  for (int i = 0; i < AcceptanceEstimate::kProbeAfter; ++i) est.idle(3);
+  EXPECT_EQ(est.request_rate(3, 1), est.probe_rate(1));  // due, but its probe expects little
+  EXPECT_LT(est.request_rate(3, 1), 0.15);
+}
+
 DraftCandidate candidate(int64_t context, int64_t max_drafts, double rate) {
   DraftCandidate c;
   c.context = context;
