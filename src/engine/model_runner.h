@@ -148,12 +148,12 @@ class ModelRunner {
   // in which it next drafts, before the drafter runs (in writes of up to
   // RunnerOptions::catch_up_bytes), or when the taps set aside would pass
   // RunnerOptions::pending_bytes (then everyone's); those of a request that
-  // finishes or loses its blocks first are never written. So a request that does not draft costs about what
-  // plain decoding costs (a write is ~6 launches and an upload on a GPU: at
-  // a long-context point where nobody drafts, the prompts' writes were most
-  // of adaptive's loss to plain), one that never drafts never has its
-  // context written, and any request can draft again any step (its context
-  // is complete by then). In a step in which some requests drafted, their
+  // finishes or loses its blocks first are never written. So a request that
+  // does not draft costs about what plain decoding costs (a write is ~6
+  // launches and an upload on a GPU: at a long-context point where nobody
+  // drafts, the prompts' writes were most of adaptive's loss to plain), one
+  // that never drafts never has its context written, and any request can
+  // draft again any step (its context is complete by then). In a step in which some requests drafted, their
   // rows are written at once (their next draft reads them) and the others'
   // wait: a prefill chunk beside one drafting request is not written for it.
   void write_context(const StepPlan& plan, std::span<const int64_t> keep, const BlockManager& blocks);
