@@ -80,14 +80,18 @@ ModelRunner::ModelRunner(model::Qwen3Model& target, model::DFlashDrafter* drafte
   // step, so that none moves later (a move means recording again).
   const model::BatchLimits limits{options_.max_rows, options_.max_seqs, options_.max_keys, block_size};
   target_.reserve(limits);
-  if (drafter_) drafter_->reserve(limits);
+  if (drafter_) {
+    // The context writes' buffers first, at their own (larger) size, so that
+    // reserve() finds them big enough instead of allocating them twice.
+    drafter_->reserve_context_writes({catch_up_rows_, options_.max_seqs, options_.max_keys, block_size});
+    drafter_->reserve(limits);
+  }
   const int64_t rows = options_.max_rows, seqs = options_.max_seqs;
   model::grow_tensor(be, step_, ops::DType::I32, rows * kWords + seqs + 1 + 5 * rows + 1, 1);
   model::grow_tensor(be, sampled_, ops::DType::I32, rows, 1);
   model::grow_tensor(be, verdicts_dev_, ops::DType::I32, seqs, 2);
   if (drafter_) {
-    // The writes' scratch too: not recorded, but allocating it mid-run would stall a step.
-    drafter_->reserve_context_writes({catch_up_rows_, options_.max_seqs, options_.max_keys, block_size});
+    // The writes' scratch: not recorded, but allocating it mid-run would stall a step.
     model::grow_tensor(be, tap_row_ids_, ops::DType::I32, catch_up_rows_, 1);
     model::grow_tensor(be, ctx_taps_, be.activation_dtype(), catch_up_rows_, tap_width_);
   }

@@ -153,9 +153,10 @@ class ModelRunner {
   // launches and an upload on a GPU: at a long-context point where nobody
   // drafts, the prompts' writes were most of adaptive's loss to plain), one
   // that never drafts never has its context written, and any request can
-  // draft again any step (its context is complete by then). In a step in which some requests drafted, their
-  // rows are written at once (their next draft reads them) and the others'
-  // wait: a prefill chunk beside one drafting request is not written for it.
+  // draft again any step (its context is complete by then). In a step in
+  // which some requests drafted, their rows are written at once (their next
+  // draft reads them) and the others' wait: a prefill chunk beside one
+  // drafting request is not written for it.
   void write_context(const StepPlan& plan, std::span<const int64_t> keep, const BlockManager& blocks);
 
   const ContextWrites& context_writes() const { return context_writes_; }

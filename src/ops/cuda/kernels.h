@@ -14,8 +14,7 @@ namespace flashdraft::ops::cuda {
 void embedding(const Tensor& table, const Tensor& ids, const Tensor& out, float scale, cudaStream_t stream);
 void rmsnorm(const Tensor& x, const Tensor& w, const Tensor& y, float eps, cudaStream_t stream);
 void add_rmsnorm(const Tensor& residual, const Tensor& delta, const Tensor& w, const Tensor& y, float eps,
-                 const Tensor* residual_out,
-                 cudaStream_t stream);
+                 const Tensor* residual_out, cudaStream_t stream);
 void rope_store_kv(const Tensor& qkv, int64_t heads, int64_t kv_heads, int64_t head_dim, const Tensor* q_norm,
                    const Tensor* k_norm, const int32_t* positions, const Rope& rope, float eps, const int32_t* slots,
                    const Tensor& k_cache, const Tensor& v_cache, cudaStream_t stream);
