@@ -470,8 +470,8 @@ int64_t ModelRunner::book_context(const StepPlan& plan, std::span<const int64_t>
   for (size_t i = 0; i < plan.entries.size(); ++i) {
     if (keep[i] <= 0) continue;
     const ScheduledRequest& e = plan.entries[i];
-    std::vector<PendingRow>& rows = pending_[e.request->id];
-    for (int64_t r = 0; r < keep[i]; ++r) rows.push_back({e.pos0 + r, pending_used_++});
+    pending_[e.request->id].push_back({e.pos0, pending_used_, keep[i]});
+    pending_used_ += keep[i];
     context_writes_.set_aside += keep[i];
   }
   return first;
@@ -516,6 +516,21 @@ void ModelRunner::reserve_pending(int64_t rows) {
   pending_taps_ = std::move(bigger);
 }
 
+void ModelRunner::in_position_order(std::vector<PendingRun>& runs) {
+  bool ordered = true;
+  for (size_t k = 1; k < runs.size() && ordered; ++k) ordered = runs[k].pos >= runs[k - 1].pos + runs[k - 1].count;
+  if (ordered) return;  // the usual case: nothing was set aside twice
+  // A preempted request computed its rows again: one entry per row, sorted
+  // stably by position, the later of each position's entries kept.
+  std::vector<PendingRun> rows;
+  for (const PendingRun& r : runs)
+    for (int64_t j = 0; j < r.count; ++j) rows.push_back({r.pos + j, r.row + j, 1});
+  std::stable_sort(rows.begin(), rows.end(), [](const PendingRun& a, const PendingRun& b) { return a.pos < b.pos; });
+  runs.clear();
+  for (size_t k = 0; k < rows.size(); ++k)
+    if (k + 1 == rows.size() || rows[k + 1].pos != rows[k].pos) runs.push_back(rows[k]);
+}
+
 void ModelRunner::flush_context(const BlockManager& blocks, const std::vector<RequestId>* only) {
   // Per request, runs of consecutive positions, each one sequence of a
   // write, in writes of at most catch_up_rows_ rows and max_seqs sequences
@@ -539,30 +554,31 @@ void ModelRunner::flush_context(const BlockManager& blocks, const std::vector<Re
       ++it;
       continue;
     }
-    std::vector<PendingRow>& list = it->second;
-    std::stable_sort(list.begin(), list.end(), [](const PendingRow& a, const PendingRow& b) { return a.pos < b.pos; });
+    std::vector<PendingRun>& list = it->second;
+    in_position_order(list);
     const int64_t capacity = blocks.capacity(id);
     bool fresh = true;  // the next row starts a sequence
-    for (size_t k = 0; k < list.size(); ++k) {
-      const PendingRow& p = list[k];
-      if (k + 1 < list.size() && list[k + 1].pos == p.pos) continue;
-      if (p.pos >= capacity) {
-        fresh = true;
-        continue;
+    for (const PendingRun& run : list) {
+      for (int64_t j = 0; j < run.count; ++j) {
+        const int64_t pos = run.pos + j;
+        if (pos >= capacity) {
+          fresh = true;
+          break;  // the rest of the run lies past it too
+        }
+        const bool extends = !fresh && ctx.seqs.back().pos0 + ctx.seqs.back().n_rows == pos;
+        if (static_cast<int64_t>(rows.size()) == catch_up_rows_ ||
+            (!extends && static_cast<int64_t>(ctx.seqs.size()) == options_.max_seqs)) {
+          write();
+          fresh = true;
+        }
+        if (!fresh && extends) {
+          ++ctx.seqs.back().n_rows;
+        } else {
+          ctx.seqs.push_back({static_cast<int64_t>(rows.size()), 1, pos, blocks.table(id), false});
+        }
+        fresh = false;
+        rows.push_back(static_cast<int32_t>(run.row + j));
       }
-      const bool extends = !fresh && ctx.seqs.back().pos0 + ctx.seqs.back().n_rows == p.pos;
-      if (static_cast<int64_t>(rows.size()) == catch_up_rows_ ||
-          (!extends && static_cast<int64_t>(ctx.seqs.size()) == options_.max_seqs)) {
-        write();
-        fresh = true;
-      }
-      if (!fresh && extends) {
-        ++ctx.seqs.back().n_rows;
-      } else {
-        ctx.seqs.push_back({static_cast<int64_t>(rows.size()), 1, p.pos, blocks.table(id), false});
-      }
-      fresh = false;
-      rows.push_back(static_cast<int32_t>(p.row));
     }
     it = pending_.erase(it);
   }

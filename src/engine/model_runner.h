@@ -248,13 +248,17 @@ class ModelRunner {
   ops::OwnedTensor step_, sampled_, verdicts_dev_, tap_row_ids_, ctx_taps_;
   size_t src_off_ = 0, ids_idx_off_ = 0, draft_idx_off_ = 0, aside_idx_off_ = 0;
   // Committed rows whose drafter context waits (write_context): per request,
-  // the positions in commit order and where their taps are in
-  // pending_taps_, which is filled from the front (pending_used_ rows) and
-  // starts over once nothing waits.
-  struct PendingRow {
-    int64_t pos = 0, row = 0;
+  // runs of consecutive positions in commit order, each with where its taps
+  // start in pending_taps_, which is filled from the front (pending_used_
+  // rows) and starts over once nothing waits. Runs, not rows: a prefill
+  // chunk of a thousand rows is one entry to book and to sort.
+  struct PendingRun {
+    int64_t pos = 0, row = 0, count = 0;
   };
-  std::map<RequestId, std::vector<PendingRow>> pending_;
+  // Sorts a request's waiting runs by position, each position once (the
+  // later of two bookings of a position wins).
+  static void in_position_order(std::vector<PendingRun>& runs);
+  std::map<RequestId, std::vector<PendingRun>> pending_;
   ops::OwnedTensor pending_taps_;
   int64_t pending_used_ = 0;
   int64_t pending_capacity_ = 0;  // rows (RunnerOptions::pending_bytes)
