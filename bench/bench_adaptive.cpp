@@ -5,7 +5,11 @@
 // three methods run back to back, in an order that rotates from point to
 // point, so that a machine whose speed drifts favours none of them. With
 // --repeats N each point runs N rounds of the three (the order rotating
-// again), and the table shows each method's median with its spread.
+// again), and the table shows each method's median with its spread;
+// --long-repeats N (default: --repeats) gives the long-context point its own
+// count: on a GPU its runs take a tenth of a second each and spread by ±5%,
+// so it needs more rounds than the HumanEval points for the same certainty,
+// and they cost little.
 // Start-up (graph capture, adaptive's calibration) is not in tokens/s, as a
 // server pays it once; the table lists adaptive's calibration time.
 //
@@ -14,7 +18,7 @@
 //
 //   build/bench/bench_adaptive [--device cpu|cuda] [--models DIR] [--prompts FILE] [--limit N]
 //       [--max-tokens N] [--concurrency 1,2,4,8,16] [--drafter drafter-full] [--num-speculative-tokens 15]
-//       [--long-context 1900] [--long-concurrency 4] [--long-limit 16] [--repeats 1]
+//       [--long-context 1900] [--long-concurrency 4] [--long-limit 16] [--repeats 1] [--long-repeats N]
 //       [--max-num-batched-tokens 512] [--points humaneval,long] [--csv FILE]
 //
 // --points long runs the long-context point alone (a quick check of it, at
@@ -29,6 +33,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench_args.h"
@@ -58,7 +63,7 @@ int main(int argc, char** argv) {
   std::string models = FD_SOURCE_DIR "/models", drafter_name = "drafter-full", csv, device = "cpu";
   std::string prompts_file = FD_SOURCE_DIR "/../shared/datasets/humaneval.jsonl";
   int64_t limit = 0, max_tokens = 64, k = 15, long_context = 1900, long_concurrency = 4, long_limit = 16;
-  int64_t repeats = 1, batched_tokens = 512;
+  int64_t repeats = 1, long_repeats = 0, batched_tokens = 512;
   bool humaneval_point = true, long_point = true;
   std::vector<int64_t> concurrency = {1, 2, 4, 8, 16};
   const bool flags_ok = bench::parse_flags("bench_adaptive", argc, argv, [&](const std::string& flag,
@@ -76,6 +81,7 @@ int main(int argc, char** argv) {
     else if (flag == "--csv") csv = value;
     else if (flag == "--device") device = value;
     else if (flag == "--repeats") repeats = std::max<int64_t>(1, std::stoll(value));
+    else if (flag == "--long-repeats") long_repeats = std::max<int64_t>(1, std::stoll(value));
     else if (flag == "--max-num-batched-tokens") batched_tokens = std::stoll(value);
     else if (flag == "--points") {
       humaneval_point = value.find("humaneval") != std::string::npos;
@@ -123,11 +129,13 @@ int main(int argc, char** argv) {
 
     const std::array<const char*, 3> methods = {"plain", "fixed", "adaptive"};
     std::vector<Run> runs;
+    std::vector<std::pair<size_t, size_t>> point_runs;  // each point's first run and run count
     auto run_point = [&](const std::string& point, int64_t c, const std::vector<std::vector<int32_t>>& ps,
-                         size_t rotation) {
+                         size_t rotation, int64_t rounds) {
       size_t longest = 0;
       for (const auto& p : ps) longest = std::max(longest, p.size());
-      for (size_t m = 0; m < methods.size() * static_cast<size_t>(repeats); ++m) {
+      point_runs.emplace_back(runs.size(), methods.size() * static_cast<size_t>(rounds));
+      for (size_t m = 0; m < methods.size() * static_cast<size_t>(rounds); ++m) {
         const std::string method = methods[(m + rotation) % methods.size()];
         serving::EngineOptions o = options;
         o.max_num_seqs = c;
@@ -169,17 +177,17 @@ int main(int argc, char** argv) {
     };
     size_t rotation = 0;
     if (humaneval_point)
-      for (int64_t c : concurrency) run_point("humaneval", c, prompts, rotation++);
-    if (long_point && long_limit > 0) run_point("long", long_concurrency, long_prompts, rotation++);
+      for (int64_t c : concurrency) run_point("humaneval", c, prompts, rotation++, repeats);
+    if (long_point && long_limit > 0)
+      run_point("long", long_concurrency, long_prompts, rotation++, long_repeats > 0 ? long_repeats : repeats);
 
     // Medians per point and method; the spread is (max - min) / median.
-    const bool spread = repeats > 1;
     fmt::print("| point | concurrency | plain tok/s | fixed-{} tok/s | adaptive tok/s | adaptive / best | mean draft length | "
                "calibration ms |\n",
                k);
     fmt::print("|---|---|---|---|---|---|---|---|\n");
-    const size_t per_point = 3 * static_cast<size_t>(repeats);
-    for (size_t i = 0; i + per_point <= runs.size(); i += per_point) {
+    for (const auto& [i, per_point] : point_runs) {
+      const bool spread = per_point > 3;
       double by[3] = {0, 0, 0}, range[3] = {0, 0, 0};
       double mean = 0, calibration = 0;
       for (size_t m = 0; m < 3; ++m) {

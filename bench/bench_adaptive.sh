@@ -12,6 +12,7 @@
 # Files: OUT_DIR/adaptive_DEVICE.{md,csv,png}, OUT_DIR/demo_DEVICE.md.
 # Environment: MAX_TOKENS (64), CONCURRENCY (cpu 1,2,4,8,16; cuda
 # 1,2,4,8,16,32,64), LONG_CONCURRENCY (cpu 4, cuda 16), REPEATS (1),
+# LONG_REPEATS (REPEATS; the long point's rounds: cheap and noisy on a GPU),
 # DEMO_RUNS (3; 0: none), POINTS (humaneval,long; "long": that point alone,
 # no plot). On cuda the step budget is 1024 rows (64 requests x 16 verify
 # rows fit one recorded step) and graphs are on. The long point and one
@@ -45,6 +46,7 @@ fi
 
 "$build/bench/bench_adaptive" --device "$device" --max-tokens "${MAX_TOKENS:-64}" --concurrency "$concurrency" \
   --long-concurrency "$long_concurrency" --max-num-batched-tokens "$batched" --repeats "${REPEATS:-1}" \
+  --long-repeats "${LONG_REPEATS:-${REPEATS:-1}}" \
   --points "${POINTS:-humaneval,long}" --csv "$out/adaptive_$device.csv" | tee "$out/adaptive_$device.md"
 
 demo() {

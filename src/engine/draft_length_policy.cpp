@@ -1,6 +1,7 @@
 #include "engine/draft_length_policy.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace flashdraft::engine {
 namespace {
@@ -82,16 +83,63 @@ double expected_tokens(const DraftCandidate& c, int64_t k) {
 
 namespace {
 
+// The adaptive requests' share of a step in which each verifies the same
+// u drafts: StepShape::add_decode for every one of them, in O(1) per u from
+// sums over the requests (every term is an integer below 2^53, so the sums
+// equal the per-request additions exactly). Only a draft block shorter than
+// 1 + u (never, with the engine's blocks) needs the requests one by one.
+class SharedLength {
+ public:
+  explicit SharedLength(std::span<const DraftCandidate> candidates) : c_(candidates) {
+    for (const DraftCandidate& c : c_) {
+      if (c.fixed) continue;
+      const auto b = static_cast<double>(c.draft_block);
+      n_ += 1;
+      context_ += static_cast<double>(c.context);
+      block_rows_ += b;
+      block_keys_ += b * (static_cast<double>(c.context) + b);
+      min_block_ = std::min(min_block_, c.draft_block);
+    }
+  }
+
+  void add(StepShape& s, int64_t u) const {
+    if (n_ == 0) return;
+    if (1 + u > min_block_) {
+      for (const DraftCandidate& c : c_)
+        if (!c.fixed) s.add_decode(c.context, 1 + u, c.draft_block);
+      return;
+    }
+    const auto rows = static_cast<double>(1 + u);
+    s.seqs += n_;
+    s.rows += n_ * rows;
+    s.logit_rows += n_ * rows;
+    s.seq_keys += context_ + n_ * rows;
+    s.row_keys += rows * context_ + n_ * (rows * (rows + 1) / 2);
+    if (u > 0) {
+      s.draft_seqs += n_;
+      s.draft_rows += block_rows_;
+      s.draft_keys += block_keys_;
+      s.draft_logit_rows += n_ * static_cast<double>(u);
+    }
+  }
+
+ private:
+  std::span<const DraftCandidate> c_;
+  double n_ = 0, context_ = 0, block_rows_ = 0, block_keys_ = 0;
+  int64_t min_block_ = INT64_MAX;
+};
+
 // DraftOptions::one_length: every adaptive request verifies the same u, so
-// each u's step is summed afresh (no per-request state to move) and its
-// expected tokens come from the per-position sums of the requests' rates:
-// O(requests x lengths) additions, no allocation per length.
+// each u's step is the fixed-length requests' share plus SharedLength's,
+// and its expected tokens come from the per-position sums of the requests'
+// rates: O(requests + lengths), no allocation per length.
 std::vector<int64_t> choose_one_length(std::span<const DraftCandidate> candidates, const StepCostModel& costs,
                                        std::span<const int64_t> lengths) {
   StepShape fixed;
   double fixed_tokens = 0;
   int64_t most = 0, adaptive = 0;
   std::vector<int64_t> fixed_rows;  // distinct row counts of the fixed-length requests
+  const SharedLength shared(candidates);
   for (const DraftCandidate& c : candidates) {
     most = std::max(most, c.max_drafts);
     if (!c.fixed) {
@@ -116,8 +164,7 @@ std::vector<int64_t> choose_one_length(std::span<const DraftCandidate> candidate
     if (u > 0) tokens += accepted[static_cast<size_t>(u - 1)];
     if (u > 0 && !lengths.empty() && std::find(lengths.begin(), lengths.end(), u) == lengths.end()) continue;
     StepShape s = fixed;
-    for (const DraftCandidate& c : candidates)
-      if (!c.fixed) s.add_decode(c.context, 1 + u, c.draft_block);
+    shared.add(s, u);
     const bool new_rows =
         adaptive > 0 && std::find(fixed_rows.begin(), fixed_rows.end(), 1 + u) == fixed_rows.end();
     s.uneven = static_cast<int64_t>(fixed_rows.size()) + (new_rows ? 1 : 0) > 1;

@@ -253,7 +253,10 @@ std::vector<StepOutput> Engine::step() {
     explicit InStep(bool& f) : flag(f) { flag = true; }
     ~InStep() { flag = false; }
   } in_step(in_step_);
-  runner_->run(plan, *blocks_);
+  // The refit the last step's measurement made due runs while the backend works.
+  runner_->run(plan, *blocks_, [this] {
+    if (costs_) costs_->refit_if_due();
+  });
   if (runner_->last_run_recorded()) ++recording_steps_;
 
   const size_t n = plan.entries.size();
@@ -332,7 +335,7 @@ std::vector<StepOutput> Engine::step() {
         shape.add_prefill(e.pos0, e.rows);
       }
     }
-    costs_->observe(shape, seconds(std::chrono::steady_clock::now() - started));
+    costs_->observe(shape, seconds(std::chrono::steady_clock::now() - started), 1.0, /*refit_now=*/false);
   }
   for (Request* r : stopped_requests) {
     r->finished_at = std::chrono::steady_clock::now();

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstring>
+#include <numeric>
 #include <utility>
 
 #include "core/error.h"
@@ -146,8 +147,12 @@ GraphCaptureReport ModelRunner::capture_graphs() {
   return report;
 }
 
-void ModelRunner::run(const StepPlan& plan, const BlockManager& blocks) {
-  if (ranks_ && !dispatching_) return on_every_rank([&](ModelRunner& r) { r.run(plan, blocks); });
+void ModelRunner::run(const StepPlan& plan, const BlockManager& blocks, const std::function<void()>& while_running) {
+  if (ranks_ && !dispatching_) {
+    on_every_rank([&](ModelRunner& r) { r.run(plan, blocks); });
+    if (while_running) while_running();  // after the ranks' steps: no overlap with tensor parallelism yet
+    return;
+  }
   const auto t0 = std::chrono::steady_clock::now();
   // A step in which nobody drafts sets all its rows aside (write_context):
   // booked below, the taps moved into the store by the step itself
@@ -213,8 +218,16 @@ void ModelRunner::run(const StepPlan& plan, const BlockManager& blocks) {
     prepare(seqs, 0);
     if (penalized)
       penalties_.prepare(target_.backend(), plan, logit_begin_, logit_count_, draft_begin_, draft_count_);
+    // An eager step that sets all its rows aside has the forward write the
+    // taps where they are booked, instead of copying them there after it
+    // (a launch and a copy of every row's taps: ~10 us of a prefill step at
+    // a long-context point on the GPU).
+    taps_in_store_ = set_aside_ && aside_rows_ == n_rows_ && aside_rows_ > 0;
+    if (taps_in_store_) target_.set_taps_destination(pending_taps_.t.row_slice(aside_first_, aside_rows_));
     launch(nullptr);
+    taps_in_store_ = false;
   }
+  if (while_running) while_running();
 
   // The plan's entries come first; pads after them are never read back.
   host_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -369,7 +382,7 @@ void ModelRunner::enqueue_step() {
                    rows.col_slice(kDraftWord, 1));
   }
   target_.forward_prepared(*pool_);
-  if (drafter_ && !drafting_ && !pending_taps_.t.empty()) {
+  if (drafter_ && !drafting_ && !pending_taps_.t.empty() && !taps_in_store_) {
     // Recorded whatever this step sets aside (its rows say where, or -1).
     be.scatter_rows(target_.taps_tensor(),
                     all.row_slice(static_cast<int64_t>(aside_idx_off_), n_rows_).as<int32_t>(), pending_taps_.t);
@@ -559,26 +572,31 @@ void ModelRunner::flush_context(const BlockManager& blocks, const std::vector<Re
     const int64_t capacity = blocks.capacity(id);
     bool fresh = true;  // the next row starts a sequence
     for (const PendingRun& run : list) {
-      for (int64_t j = 0; j < run.count; ++j) {
-        const int64_t pos = run.pos + j;
-        if (pos >= capacity) {
-          fresh = true;
-          break;  // the rest of the run lies past it too
-        }
+      // The run's rows below the capacity, in pieces that each fit the
+      // write being filled (a whole run at a time, not row by row: a
+      // catch-up after a long prompt is thousands of rows).
+      const int64_t end = std::min(run.pos + run.count, capacity);
+      for (int64_t pos = run.pos; pos < end;) {
         const bool extends = !fresh && ctx.seqs.back().pos0 + ctx.seqs.back().n_rows == pos;
         if (static_cast<int64_t>(rows.size()) == catch_up_rows_ ||
             (!extends && static_cast<int64_t>(ctx.seqs.size()) == options_.max_seqs)) {
           write();
           fresh = true;
         }
+        const int64_t take = std::min(end - pos, catch_up_rows_ - static_cast<int64_t>(rows.size()));
         if (!fresh && extends) {
-          ++ctx.seqs.back().n_rows;
+          ctx.seqs.back().n_rows += take;
         } else {
-          ctx.seqs.push_back({static_cast<int64_t>(rows.size()), 1, pos, blocks.table(id), false});
+          ctx.seqs.push_back({static_cast<int64_t>(rows.size()), take, pos, blocks.table(id), false});
         }
         fresh = false;
-        rows.push_back(static_cast<int32_t>(run.row + j));
+        const auto first = static_cast<int32_t>(run.row + (pos - run.pos));
+        const size_t at = rows.size();
+        rows.resize(at + static_cast<size_t>(take));
+        std::iota(rows.begin() + static_cast<std::ptrdiff_t>(at), rows.end(), first);
+        pos += take;
       }
+      if (end < run.pos + run.count) fresh = true;  // the rest of the run lies past the capacity
     }
     it = pending_.erase(it);
   }

@@ -124,8 +124,10 @@ class ModelRunner {
   };
 
   // Drafts (decode entries with rows > 1), runs the target over the plan and
-  // samples / verifies every entry on the backend.
-  void run(const StepPlan& plan, const BlockManager& blocks);
+  // samples / verifies every entry on the backend. while_running (optional)
+  // is called once the step is launched and before its verdicts are waited
+  // for: host work that can overlap the backend's.
+  void run(const StepPlan& plan, const BlockManager& blocks, const std::function<void()>& while_running = {});
 
   Verdict verdict(size_t entry) const;
   // The draft tokens of plan entry i (decode entries; rows - 1 of them).
@@ -235,6 +237,7 @@ class ModelRunner {
   int64_t n_seqs_ = 0, n_rows_ = 0, n_logit_rows_ = 0, n_drafts_ = 0;
   bool drafting_ = false;
   bool set_aside_ = false;  // run() set the step's rows aside (nobody drafts)
+  bool taps_in_store_ = false;  // this eager step's forward writes its taps straight into the store
   std::vector<int64_t> step_rows_;
   int64_t aside_first_ = 0, aside_rows_ = 0;  // where the step's first aside_rows_ rows go in the store
   double host_seconds_ = 0;

@@ -22,7 +22,7 @@ constexpr std::array<double, 3> kHinges = {16, 64, 256};
 // Solves the symmetric positive (semi)definite system m x = v (n x n, row
 // major) in place by Gaussian elimination with partial pivoting; false when
 // singular.
-bool solve(std::vector<double>& m, std::vector<double>& v, int n) {
+bool solve(double* m, double* v, int n) {
   for (int c = 0; c < n; ++c) {
     int p = c;
     for (int r = c + 1; r < n; ++r)
@@ -110,7 +110,7 @@ double StepCostModel::predict(const StepShape& shape) const {
   return t;
 }
 
-void StepCostModel::observe(const StepShape& shape, double seconds, double weight) {
+void StepCostModel::observe(const StepShape& shape, double seconds, double weight, bool refit_now) {
   if (!learn_ || !(seconds > 0) || !std::isfinite(seconds)) return;
   if (observations_ >= kTrustAfter) {
     const double predicted = predict(shape);
@@ -129,11 +129,17 @@ void StepCostModel::observe(const StepShape& shape, double seconds, double weigh
   }
   ++observations_;
   // The first steps each sharpen the fit a lot; later ones a little.
-  if (observations_ < 64 || ++since_fit_ >= 8) refit();
+  if (observations_ < 64 || ++since_fit_ >= 8) refit_due_ = true;
+  if (refit_now) refit_if_due();
+}
+
+void StepCostModel::refit_if_due() {
+  if (refit_due_) refit();
 }
 
 void StepCostModel::refit() {
   since_fit_ = 0;
+  refit_due_ = false;
   const auto x = nnls_normal(xtx_, xty_, kFeatures, coef_);
   for (int i = 0; i < kFeatures; ++i) coef_[i] = x[i];
 }
@@ -164,29 +170,30 @@ std::vector<double> nnls_normal(std::span<const double> ata_in, std::span<const 
     for (int k = 0; k < n; ++k) g -= ata[j * n + k] * x[k];
     return g;
   };
-  // Unconstrained minimiser over the passive set (others 0).
-  auto solve_passive = [&](std::vector<double>& z) {
-    std::vector<int> idx;
+  // Unconstrained minimiser over the passive set (others 0). Its scratch is
+  // allocated once per fit: the engine refits every few steps, and on the
+  // GPU machine's host the allocations were most of a ~5 us refit.
+  std::vector<int> idx(n);
+  std::vector<double> a(static_cast<size_t>(n) * n), b(n), z(n);
+  auto solve_passive = [&] {
+    int m = 0;
     for (int i = 0; i < n; ++i)
-      if (passive[i]) idx.push_back(i);
-    const int m = static_cast<int>(idx.size());
-    std::vector<double> a(m * m), b(m);
+      if (passive[i]) idx[m++] = i;
     for (int r = 0; r < m; ++r) {
       b[r] = atb[idx[r]];
       for (int c = 0; c < m; ++c) a[r * m + c] = ata[idx[r] * n + idx[c]];
     }
-    z.assign(n, 0.0);
-    if (!solve(a, b, m)) return false;
+    std::fill(z.begin(), z.end(), 0.0);
+    if (!solve(a.data(), b.data(), m)) return false;
     for (int r = 0; r < m; ++r) z[idx[r]] = b[r];
     return true;
   };
   // From a feasible x (>= 0, zero outside the passive set): the passive
   // set's minimiser, moving only as far as feasibility allows and dropping
   // the terms that reach 0, until it is feasible. False when singular.
-  std::vector<double> z;
   auto settle = [&] {
     for (int inner = 0; inner < 3 * n; ++inner) {
-      if (!solve_passive(z)) return false;
+      if (!solve_passive()) return false;
       bool feasible = true;
       for (int i = 0; i < n; ++i)
         if (passive[i] && z[i] <= 0) feasible = false;

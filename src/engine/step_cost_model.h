@@ -78,8 +78,14 @@ class StepCostModel {
   double predict(const StepShape& shape) const;
 
   // One measured step. weight: how much it counts against one online step
-  // (calibration steps count more: they are few and clean).
-  void observe(const StepShape& shape, double seconds, double weight = 1.0);
+  // (calibration steps count more: they are few and clean). refit_now =
+  // false leaves a refit that falls due to refit_if_due(): the engine runs it
+  // while the backend works on the next step (a refit is ~1 us on the
+  // development VM, ~5 on the GPU machine's host, and the first 64 steps
+  // each refit), so the next step's draft lengths come from the fit before
+  // this step.
+  void observe(const StepShape& shape, double seconds, double weight = 1.0, bool refit_now = true);
+  void refit_if_due();
   bool learning() const { return learn_; }
   int64_t observations() const { return observations_; }
   const Coefficients& coefficients() const { return coef_; }
@@ -92,6 +98,7 @@ class StepCostModel {
   Coefficients coef_{};
   bool learn_ = true;
   int64_t observations_ = 0, since_fit_ = 0;
+  bool refit_due_ = false;
   int outliers_in_a_row_ = 0;
   // Decayed normal equations: sum w x x^T and sum w x y.
   std::array<double, kFeatures * kFeatures> xtx_{};

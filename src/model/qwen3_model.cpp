@@ -215,6 +215,16 @@ void Qwen3Model::set_tap_layers(std::vector<int64_t> layer_ids) {
   taps_view_ = ops::Tensor{};
 }
 
+void Qwen3Model::set_taps_destination(const ops::Tensor& dst) {
+  if (tap_layers_.empty() || dst.rows != taps_view_.rows || dst.cols != taps_view_.cols ||
+      dst.dtype != taps_view_.dtype) {
+    throw Error("taps destination: [" + std::to_string(dst.rows) + ", " + std::to_string(dst.cols) +
+                "], expected this forward's taps [" + std::to_string(taps_view_.rows) + ", " +
+                std::to_string(taps_view_.cols) + "] of the activation dtype");
+  }
+  taps_view_ = dst;
+}
+
 std::vector<float> Qwen3Model::taps() const {
   std::vector<float> out(static_cast<size_t>(taps_view_.numel()));
   if (!out.empty()) backend_->download(taps_view_, out.data());

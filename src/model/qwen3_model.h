@@ -125,6 +125,12 @@ class Qwen3Model {
   const std::vector<int64_t>& tap_layers() const { return tap_layers_; }
   const ops::Tensor& taps_tensor() const { return taps_view_; }  // backend memory
   std::vector<float> taps() const;                               // a host copy (empty without taps)
+  // Between prepare_batch and forward_prepared: this forward writes its taps
+  // into dst ([rows, K * hidden], the activation dtype) instead of the
+  // model's own buffer, and taps_tensor() is dst until the next prepare_batch
+  // (a caller that keeps the taps of a step elsewhere saves a copy). Not in
+  // a recorded forward: its tap buffer is part of the recording.
+  void set_taps_destination(const ops::Tensor& dst);
 
  private:
   Qwen3Model(io::ModelConfig cfg, std::shared_ptr<ops::Backend> backend, Shard shard = {});

@@ -26,6 +26,8 @@ void StepInputs::build(ops::Backend& backend, const BatchContext& batch, int64_t
   }
 
   // Layout of the one array: ids | q_start | pos0 | block tables | positions | slots | logit rows.
+  // Positions and slots are filled a block at a time into an array sized
+  // up front: a drafter context write can be thousands of rows.
   host_.clear();
   ids_off_ = 0;
   host_.insert(host_.end(), ids.begin(), ids.end());
@@ -41,12 +43,22 @@ void StepInputs::build(ops::Backend& backend, const BatchContext& batch, int64_t
     host_.resize(host_.size() + static_cast<size_t>(max_blocks) - used, 0);
   }
   const size_t positions_off = host_.size();
-  for (const auto& s : batch.seqs)
-    for (int64_t i = 0; i < s.n_rows; ++i) host_.push_back(static_cast<int32_t>(s.pos0 + i));
-  const size_t slots_off = host_.size();
-  for (const auto& s : batch.seqs)
-    for (int64_t i = 0; i < s.n_rows; ++i)
-      host_.push_back(static_cast<int32_t>(slot_of(s.block_table, block_size, s.pos0 + i)));
+  const size_t slots_off = positions_off + static_cast<size_t>(rows);
+  host_.resize(slots_off + static_cast<size_t>(rows));
+  for (const auto& s : batch.seqs) {
+    int32_t* position = host_.data() + positions_off + s.row_begin;
+    int32_t* slot = host_.data() + slots_off + s.row_begin;
+    for (int64_t p = s.pos0, end = s.pos0 + s.n_rows; p < end;) {
+      // The positions p .. run_end - 1 share a block: consecutive slots.
+      const int64_t run_end = std::min(end, (p / block_size + 1) * block_size);
+      const int64_t first_slot = slot_of(s.block_table, block_size, p);
+      for (int64_t q = p; q < run_end; ++q) {
+        *position++ = static_cast<int32_t>(q);
+        *slot++ = static_cast<int32_t>(first_slot + (q - p));
+      }
+      p = run_end;
+    }
+  }
   logit_off_ = host_.size();
   for (const auto& s : batch.seqs) {
     const bool tail = which == LogitRows::BlockTail;

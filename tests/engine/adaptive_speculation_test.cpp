@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 #include <random>
+#include <set>
 
 #include "engine/acceptance_estimate.h"
 #include "engine/draft_length_policy.h"
@@ -16,7 +17,10 @@ namespace flashdraft::engine {
 namespace {
 
 using Coefficients = StepCostModel::Coefficients;
-enum Term { kStep, kRow, kRow16, kRow64, kRow256, kLogit, kSeq, kSeqKeys, kRowKeys, kDraft, kDraftRow, kDraftKeys, kUneven };
+enum Term {
+  kStep, kRow, kRow16, kRow64, kRow256, kLogit, kSeq, kSeqKeys, kRowKeys, kDraft, kDraftRow, kDraftKeys, kUneven,
+  kDraftLogit
+};
 
 Coefficients coefficients(std::initializer_list<std::pair<Term, double>> terms) {
   Coefficients c{};
@@ -152,6 +156,26 @@ TEST(StepCostModel, FitsAMachineFromVariedStepsAndFollowsItWhenItSlowsDown) {
   }
   const StepShape probe = decode_batch(4, 8, 500);
   EXPECT_NEAR(fit.predict(probe), slower.predict(probe), 0.1 * slower.predict(probe));
+}
+
+TEST(StepCostModel, ARefitLeftDueWaitsForRefitIfDue) {
+  // The engine observes a step without refitting and refits while the
+  // backend runs the next one: until then the fit is the one before.
+  StepCostModel now, later;
+  for (int i = 0; i < 4; ++i) {
+    const StepShape s = decode_batch(1 + i, 1 + 3 * i, 200 * (i + 1));
+    const double t = StepCostModel(kCpuLike).predict(s);
+    now.observe(s, t);
+    later.observe(s, t, 1.0, /*refit_now=*/false);
+  }
+  const StepShape probe = decode_batch(2, 4, 300);
+  EXPECT_GT(now.predict(probe), 0);
+  EXPECT_EQ(later.predict(probe), 0);  // no fit yet
+  later.refit_if_due();
+  EXPECT_NEAR(later.predict(probe), now.predict(probe), 1e-9 * now.predict(probe));  // one minimiser
+  const auto fitted = later.coefficients();
+  later.refit_if_due();  // nothing due: the same fit
+  EXPECT_EQ(later.coefficients(), fitted);
 }
 
 TEST(StepCostModel, GivenCoefficientsStayFixed) {
@@ -333,6 +357,49 @@ TEST(DraftLengthPolicy, OneLengthPerStepWhereGraphsReplay) {
   const auto k = choose_draft_lengths(c, costs, DraftOptions{.one_length = true, .lengths = {}});
   for (int64_t x : k) EXPECT_EQ(x, k[0]);
   EXPECT_EQ(k[0], best_shared_length(c, costs, all_lengths(15)));
+}
+
+TEST(DraftLengthPolicy, OneLengthSumsTheStepAsEachRequestWouldAddIt) {
+  // The shared-length search sums the requests' share of each step in closed
+  // form; a brute force adding each request's rows (StepShape::add_decode,
+  // draft blocks included) must pick the same length, over random batches
+  // with short and long contexts (the attention terms weigh) and, in some, a request
+  // whose draft block is shorter than the longest drafts. Each batch has its
+  // own cost model, every term scaled by 0.01 .. 10 at random, so that each
+  // term decides some of the choices.
+  const Coefficients base = coefficients({{kStep, 0.3e-3}, {kRow, 0.002e-3}, {kRow16, 0.005e-3}, {kRow64, 0.02e-3},
+                                          {kLogit, 0.001e-3}, {kSeq, 0.002e-3}, {kSeqKeys, 0.004e-3},
+                                          {kRowKeys, 0.02e-3}, {kDraft, 0.06e-3}, {kDraftRow, 0.001e-3},
+                                          {kDraftKeys, 0.0002e-3}, {kDraftLogit, 0.002e-3}});
+  std::mt19937 rng(11);
+  std::set<int64_t> picked;
+  for (int trial = 0; trial < 1000; ++trial) {
+    Coefficients scaled = base;
+    for (double& v : scaled) v *= std::pow(10.0, -2.0 + 3.0 * static_cast<double>(rng() % 1000) / 1000.0);
+    const StepCostModel costs(scaled);
+    std::vector<DraftCandidate> c;
+    const int n = 1 + static_cast<int>(rng() % 24);
+    for (int i = 0; i < n; ++i) {
+      const double rate = 0.05 + 0.9 * static_cast<double>(rng() % 1000) / 1000.0;
+      c.push_back(candidate(static_cast<int64_t>(rng() % (trial % 2 ? 6000 : 40)), 15, rate));
+      c.back().draft_block = trial % 5 == 0 && i == 0 ? 4 : 16;
+    }
+    double best = 0;
+    int64_t want = -1;
+    for (int64_t u = 0; u <= 15; ++u) {
+      StepShape s;
+      double tokens = 0;
+      for (const auto& x : c) {
+        s.add_decode(x.context, 1 + u, x.draft_block);
+        tokens += expected_tokens(x, u);
+      }
+      if (tokens / costs.predict(s) > best) best = tokens / costs.predict(s), want = u;
+    }
+    const auto k = choose_draft_lengths(c, costs, DraftOptions{.one_length = true, .lengths = {}});
+    for (int64_t x : k) ASSERT_EQ(x, want) << "trial " << trial;
+    picked.insert(want);
+  }
+  EXPECT_GE(picked.size(), 3u);  // the batches were not all one answer
 }
 
 TEST(DraftLengthPolicy, OnlyRecordedLengthsWhereGraphsReplay) {
