@@ -24,7 +24,7 @@
 // and dropped: lossless, and the step stays one graph). The requests' share
 // of each length's step is summed in closed form and its expected tokens
 // from per-position sums of the requests' rates: O(requests + lengths),
-// ~0.3 us for 16 requests on the development VM (it was ~1.5 us summing
+// ~0.6 us for 16 requests on the development VM (it was ~1.5 us summing
 // each request's rows for each length, on a decode step of ~280 us at a
 // GPU long-context point, where every microsecond is a third of a percent).
 //

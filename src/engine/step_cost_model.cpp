@@ -170,9 +170,8 @@ std::vector<double> nnls_normal(std::span<const double> ata_in, std::span<const 
     for (int k = 0; k < n; ++k) g -= ata[j * n + k] * x[k];
     return g;
   };
-  // Unconstrained minimiser over the passive set (others 0). Its scratch is
-  // allocated once per fit: the engine refits every few steps, and on the
-  // GPU machine's host the allocations were most of a ~5 us refit.
+  // Unconstrained minimiser over the passive set (others 0), its scratch
+  // allocated once per fit rather than once per solve.
   std::vector<int> idx(n);
   std::vector<double> a(static_cast<size_t>(n) * n), b(n), z(n);
   auto solve_passive = [&] {
