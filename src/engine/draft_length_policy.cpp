@@ -84,10 +84,9 @@ double expected_tokens(const DraftCandidate& c, int64_t k) {
 namespace {
 
 // The adaptive requests' share of a step in which each verifies the same
-// u drafts: StepShape::add_decode for every one of them, in O(1) per u from
-// sums over the requests (every term is an integer below 2^53, so the sums
-// equal the per-request additions exactly). Only a draft block shorter than
-// 1 + u (never, with the engine's blocks) needs the requests one by one.
+// u drafts, in O(1) per u from sums over the requests (StepShape::
+// add_decodes). Only a draft block shorter than 1 + u (never, with the
+// engine's blocks) needs the requests one by one.
 class SharedLength {
  public:
   explicit SharedLength(std::span<const DraftCandidate> candidates) : c_(candidates) {
@@ -104,23 +103,9 @@ class SharedLength {
 
   void add(StepShape& s, int64_t u) const {
     if (n_ == 0) return;
-    if (1 + u > min_block_) {
-      for (const DraftCandidate& c : c_)
-        if (!c.fixed) s.add_decode(c.context, 1 + u, c.draft_block);
-      return;
-    }
-    const auto rows = static_cast<double>(1 + u);
-    s.seqs += n_;
-    s.rows += n_ * rows;
-    s.logit_rows += n_ * rows;
-    s.seq_keys += context_ + n_ * rows;
-    s.row_keys += rows * context_ + n_ * (rows * (rows + 1) / 2);
-    if (u > 0) {
-      s.draft_seqs += n_;
-      s.draft_rows += block_rows_;
-      s.draft_keys += block_keys_;
-      s.draft_logit_rows += n_ * static_cast<double>(u);
-    }
+    if (1 + u <= min_block_) return s.add_decodes(n_, 1 + u, context_, block_rows_, block_keys_);
+    for (const DraftCandidate& c : c_)
+      if (!c.fixed) s.add_decode(c.context, 1 + u, c.draft_block);
   }
 
  private:

@@ -65,6 +65,22 @@ void StepShape::add_decode(int64_t context, int64_t rows, int64_t draft_block) {
   }
 }
 
+void StepShape::add_decodes(double n_seqs, int64_t rows, double context_sum, double block_sum,
+                            double block_keys_sum) {
+  const auto n = static_cast<double>(rows);
+  seqs += n_seqs;
+  this->rows += n_seqs * n;
+  logit_rows += n_seqs * n;
+  seq_keys += context_sum + n_seqs * n;
+  row_keys += n * context_sum + n_seqs * (n * (n + 1) / 2);
+  if (rows > 1) {
+    draft_seqs += n_seqs;
+    draft_rows += block_sum;
+    draft_keys += block_keys_sum;
+    draft_logit_rows += n_seqs * (n - 1);
+  }
+}
+
 void StepShape::add_prefill(int64_t context, int64_t rows) {
   const auto c = static_cast<double>(context), n = static_cast<double>(rows);
   seqs += 1;

@@ -58,6 +58,11 @@ struct StepShape {
   // by a drafter block of max(rows, draft_block) rows (the runner drafts a
   // whole block whatever the draft length; see ModelRunner).
   void add_decode(int64_t context, int64_t rows, int64_t draft_block = 0);
+  // add_decode for `seqs` sequences at once, each of `rows` rows with a
+  // draft block of at least `rows`, from sums over them: of their contexts,
+  // their blocks and block * (context + block). Every term is an integer
+  // below 2^53, so this equals adding them one by one exactly.
+  void add_decodes(double seqs, int64_t rows, double context_sum, double block_sum, double block_keys_sum);
   void add_prefill(int64_t context, int64_t rows);
 };
 

@@ -158,6 +158,23 @@ TEST(StepCostModel, FitsAMachineFromVariedStepsAndFollowsItWhenItSlowsDown) {
   EXPECT_NEAR(fit.predict(probe), slower.predict(probe), 0.1 * slower.predict(probe));
 }
 
+TEST(StepShape, ManyDecodesAtOnceEqualEachAddedOnItsOwn) {
+  const int64_t contexts[] = {0, 37, 1900, 4096}, blocks[] = {16, 16, 8, 16};
+  for (int64_t rows : {1, 2, 8}) {
+    StepShape one_by_one, at_once;
+    double context_sum = 0, block_sum = 0, block_keys_sum = 0;
+    for (int i = 0; i < 4; ++i) {
+      one_by_one.add_decode(contexts[i], rows, blocks[i]);
+      context_sum += static_cast<double>(contexts[i]);
+      block_sum += static_cast<double>(blocks[i]);
+      block_keys_sum += static_cast<double>(blocks[i] * (contexts[i] + blocks[i]));
+    }
+    at_once.add_decodes(4, rows, context_sum, block_sum, block_keys_sum);
+    EXPECT_EQ(StepCostModel::features(at_once), StepCostModel::features(one_by_one)) << rows << " rows";
+    EXPECT_EQ(at_once.draft_seqs, one_by_one.draft_seqs) << rows << " rows";
+  }
+}
+
 TEST(StepCostModel, ARefitLeftDueWaitsForRefitIfDue) {
   // The engine observes a step without refitting and refits while the
   // backend runs the next one: until then the fit is the one before.
