@@ -292,27 +292,31 @@ bool check_case(const CheckCase& c, std::mt19937_64& rng, fc::AttentionWorkspace
 
   bool ok = true;
   std::string splits_seen;
-  std::vector<uint16_t> first_out;  // forced 0's output: every other grouping must give the same bits
-  for (int forced : {0, 1, 3, 16}) {
+  std::vector<uint16_t> first_out;  // the automatic choice's output: every other must give the same bits
+  // Forced key groupings (automatic layout), then forced warp layouts (automatic grouping).
+  const std::pair<int, int> variants[] = {{0, 0}, {1, 0}, {3, 0}, {16, 0}, {0, 14}, {0, 22}, {0, 42}, {0, 41}, {0, 81}};
+  for (const auto& [forced, layout] : variants) {
     fc::set_paged_attention_forced_splits(forced);
+    fc::set_paged_attention_forced_layout(layout / 10, layout % 10);
     CK(cudaMemcpy(dout, poison.data(), poison.size() * 2, cudaMemcpyHostToDevice));
     try {
       fc::paged_attention(tq, tk, tv, to, meta.batch, c.mask, c.nh, c.nkv, c.hd, scale, ws, 0);
     } catch (const std::exception& e) {
-      std::printf("  %-34s forced=%d: threw %s\n", c.name.c_str(), forced, e.what());
+      std::printf("  %-34s forced=%d layout=%d: threw %s\n", c.name.c_str(), forced, layout, e.what());
       ok = false;
       continue;
     }
     CK(cudaDeviceSynchronize());
     const fc::PagedAttentionPlan plan = fc::last_paged_attention_plan();
-    splits_seen += (splits_seen.empty() ? "" : ",") + std::to_string(plan.splits);
-    if (forced == 0)
+    if (layout == 0) splits_seen += (splits_seen.empty() ? "" : ",") + std::to_string(plan.splits);
+    if (forced == 0 && layout == 0)
       splits_seen += "(rows/cta " + std::to_string(plan.rows_per_cta) + ", " + std::to_string(plan.stages) + " stages)";
     CK(cudaMemcpy(hout.data(), dout, hout.size() * 2, cudaMemcpyDeviceToHost));
     if (first_out.empty()) {
       first_out = hout;
     } else if (hout != first_out) {
-      std::printf("  %-34s forced=%d: output bits differ from the automatic grouping\n", c.name.c_str(), forced);
+      std::printf("  %-34s forced=%d layout=%d: output bits differ from the automatic choice\n", c.name.c_str(), forced,
+                  layout);
       ok = false;
     }
     CheckResult res;
@@ -335,12 +339,13 @@ bool check_case(const CheckCase& c, std::mt19937_64& rng, fc::AttentionWorkspace
     const bool pass = res.finite && res.pad_intact && res.max_norm < 2e-2 && res.rel_l2 < 1e-2;
     ok = ok && pass;
     *worst = std::max(*worst, res.max_norm);
-    if (!pass || forced == 0)
+    if (!pass || (forced == 0 && layout == 0))
       std::printf("  %-34s groups=%-3d max_err/max|ref| %.2e  rel_l2 %.2e  %s%s%s\n", c.name.c_str(), plan.splits,
                   res.max_norm, res.rel_l2, res.finite ? "" : "NON-FINITE ", res.pad_intact ? "" : "PAD-WRITTEN ",
                   pass ? "ok" : "FAIL");
   }
   fc::set_paged_attention_forced_splits(0);
+  fc::set_paged_attention_forced_layout(0, 0);
   std::printf("  %-34s (key groups run: %s)\n", "", splits_seen.c_str());
   meta.release();
   for (void* p : {static_cast<void*>(dk), static_cast<void*>(dv), static_cast<void*>(dq), static_cast<void*>(dout)})
@@ -394,7 +399,7 @@ int run_checks() {
   bool all = true;
   double worst = 0;
   for (const CheckCase& c : cases) all = check_case(c, rng, ws, &worst) && all;
-  std::printf("check %s: %zu cases x 4 key groupings (bit-identical to each other), worst max_err/max|ref| %.2e\n",
+  std::printf("check %s: %zu cases x 4 key groupings and 5 warp layouts (bit-identical to each other), worst max_err/max|ref| %.2e\n",
               all ? "PASSED" : "FAILED", cases.size(), worst);
   return all ? 0 : 1;
 }
@@ -410,6 +415,7 @@ struct Point {
   int splits = 0;       // forced key groups (0: the launcher's choice)
   int bs = 16;
   int split_keys = 0;   // keys per split (0: the default)
+  int layout = 0;       // forced warp layout, 10 * warps along M + warps per tile (0: the launcher's choice)
 };
 
 // Keys one sequence's call must read: the union of its rows' visible ranges.
@@ -464,6 +470,7 @@ std::string point_id(const Point& pt) {
   if (pt.splits) id += "_split" + std::to_string(pt.splits);
   if (pt.bs != 16) id += "_bs" + std::to_string(pt.bs);
   if (pt.split_keys) id += "_sk" + std::to_string(pt.split_keys);
+  if (pt.layout) id += "_w" + std::to_string(pt.layout);
   return id;
 }
 
@@ -501,6 +508,16 @@ std::vector<Point> explore_points() {
     pts.push_back({"decode", 32, 8192, 1, causal, 32, 8, true, 0, 16, sk});
     pts.push_back({"prefill2048", 1, 0, 2048, causal, 32, 8, true, 0, 16, sk});
   }
+  // Warp layouts for 16-row blocks (64 GQA entries a kv head) at the batches of a DFlash cycle.
+  const fo::AttentionMask bidir{false, 0};
+  for (int layout : {14, 22, 42, 41})
+    for (int b : {1, 8})
+      for (int ctx : {1024, 8192}) {
+        pts.push_back({"block16_causal", b, ctx, 16, causal, 32, 8, true, 0, 16, 0, layout});
+        pts.push_back({"block16_bidir", b, ctx, 16, bidir, 32, 8, true, 0, 16, 0, layout});
+      }
+  for (int b : {1, 8})
+    for (int ctx : {1024, 8192}) pts.push_back({"decode", b, ctx, 1, causal});
   return pts;
 }
 
@@ -522,7 +539,7 @@ int run_bench(const char* csv_path, int reps, const std::vector<Point>& pts, con
   }
   std::vector<BenchRow> out;
   std::printf("%-22s %5s %6s %5s %10s %8s %9s %8s %7s %s\n", "point", "batch", "ctx", "rows", "time_us", "+-us",
-              "KV_MB", "GB/s", "of_copy", "plan (rows/cta, m_tiles, key groups x keys, ctas, stages)");
+              "KV_MB", "GB/s", "of_copy", "plan (warps m x k, m_tiles, key groups x keys, ctas, stages)");
   for (const Point& pt : pts) {
     if (only && point_id(pt) != only) continue;
     const int nh = pt.nh, nkv = pt.nkv, bs = pt.bs;
@@ -555,6 +572,7 @@ int run_bench(const char* csv_path, int reps, const std::vector<Point>& pts, con
     };
     fc::set_paged_attention_forced_splits(pt.splits);
     fc::set_paged_attention_split_keys(pt.split_keys);
+    fc::set_paged_attention_forced_layout(pt.layout / 10, pt.layout % 10);
     for (int i = 0; i < 5; ++i) call(i % n_sets);
     CK(cudaDeviceSynchronize());
     for (int i = 0; i < reps; ++i) {
@@ -578,8 +596,10 @@ int run_bench(const char* csv_path, int reps, const std::vector<Point>& pts, con
     r.plan = fc::last_paged_attention_plan();
     fc::set_paged_attention_forced_splits(0);
     fc::set_paged_attention_split_keys(0);
-    std::printf("%-22s %5d %6d %5d %10.1f %8.1f %9.1f %8.0f %7.2f %d, %d, %d x %d, %d, %d  %s\n", pt.name.c_str(),
-                pt.batch, pt.ctx, pt.rows, r.us, r.spread, r.mb, r.gbps, r.frac, r.plan.rows_per_cta, r.plan.m_tiles,
+    fc::set_paged_attention_forced_layout(0, 0);
+    std::printf("%-22s %5d %6d %5d %10.1f %8.1f %9.1f %8.0f %7.2f %dx%d, %d, %d x %d, %d, %d  %s\n", pt.name.c_str(),
+                pt.batch, pt.ctx, pt.rows, r.us, r.spread, r.mb, r.gbps, r.frac, r.plan.rows_per_cta / 16,
+                r.plan.warps_k, r.plan.m_tiles,
                 r.plan.splits, r.plan.chunk_keys, r.plan.ctas, r.plan.stages, point_id(pt).c_str());
     std::fflush(stdout);
     r.name = point_id(pt);

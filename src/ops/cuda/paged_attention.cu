@@ -8,7 +8,8 @@
 // rows of 16 entries, each with WK warps sharing its K/V tiles (see Cfg):
 //   M <= 16 (decode)                1 x 4 warps
 //   M <= 32                         2 x 2
-//   M <= 64 (16-row blocks, g 4)    4 x 2 at small batches, else 4 x 1
+//   M <= 64 (16-row blocks, g 4)    4 x 2 at small batches, else 4 x 1; 1 x 4
+//                                   for short keys when 16-entry tiles fill the GPU
 //   M > 64 (prefill)                8 x 1: 128 entries a CTA halve the K/V re-reads
 //
 // Batch invariance (greedy DFlash must equal plain decoding): a row's output
@@ -302,7 +303,7 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
   const int slot0 = first_split - base;
   const int slot_end = grp == p.groups - 1 ? p.slots : min(end_split - base, p.slots);
   const int k_begin = max((lo / kBN) * kBN, p.splits.begin(first_split));
-  const int k_end = min(hi, p.splits.begin(end_split));
+  const int k_end = grp == p.groups - 1 ? hi : min(hi, p.splits.begin(end_split));  // the last takes any tail
 
   // Partial slots of this CTA's rows that no tile reaches say so (max -inf), for the reduce.
   auto mark_empty = [&](int slot_from, int slot_end) {
@@ -700,7 +701,8 @@ __global__ void __launch_bounds__(HD)
 // ---- host side ----
 
 int g_forced_groups = 0;
-int g_split_keys = 0;  // 0: SplitTiers' defaults
+int g_split_keys = 0;     // 0: SplitTiers' defaults
+int g_forced_layout = 0;  // 10 * warps along M + warps sharing a tile; 0: launch_hd's choice
 thread_local PagedAttentionPlan g_last_plan;
 
 constexpr int kMaxDevices = 16;
@@ -747,6 +749,25 @@ void check_tensor(const Tensor& t, const char* name, int64_t min_cols) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// Tiles on the critical path of a grid whose key range of `reach` keys is cut
+// into `groups` groups of `group_keys` (the last takes the rest): CTAs run in
+// waves of `capacity` in index order (kv head fastest, then key group), each
+// wave as long as its longest CTA. A coarse model, used only to compare two
+// groupings of one launch.
+int64_t path_tiles(int64_t units, int64_t n_kv, int64_t groups, int64_t group_keys, int64_t reach, int64_t capacity) {
+  const int64_t ctas = units * groups;
+  int64_t total = 0;
+  for (int64_t first = 0; first < ctas; first += capacity) {
+    int64_t most = 0;
+    for (int64_t idx = first; idx < std::min(ctas, first + capacity); ++idx) {
+      const int64_t g = (idx / n_kv) % groups;
+      most = std::max(most, ceil_div(g + 1 < groups ? group_keys : reach - g * group_keys, kBN));
+    }
+    total += most;
+  }
+  return total;
+}
+
 template <int HD, int WM, int WK>
 void launch(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorkspace& ws, cudaStream_t stream) {
   using C = Cfg<HD, WM, WK, kStagesShared>;
@@ -785,8 +806,16 @@ void launch(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorkspac
   if (g_forced_groups > 0)
     group_keys = std::max<int64_t>(kBN, ceil_div(ceil_div(reach, g_forced_groups), kBN) * kBN);
   // A batch that fills the GPU folds in the kernel.
-  const int64_t groups =
-      units >= sms && g_forced_groups == 0 ? 1 : std::max<int64_t>(1, ceil_div(reach, group_keys));
+  int64_t groups = units >= sms && g_forced_groups == 0 ? 1 : std::max<int64_t>(1, ceil_div(reach, group_keys));
+  // The last group may be a few keys (a 16-row block's 16 past 1024). Where
+  // its CTAs push full-length ones into a second wave, the group before it
+  // takes them instead (H100, 16-row blocks at batch 8, ctx 1k: 61 -> 48 us);
+  // where they only trail the first wave it stays (batch 1, 8k: 36.7 us
+  // against 40.6 merged).
+  if (groups > 1 && g_forced_groups == 0 &&
+      path_tiles(units, prm.n_kv, groups - 1, group_keys, reach, sms * C::kCtasPerSm) <
+          path_tiles(units, prm.n_kv, groups, group_keys, reach, sms * C::kCtasPerSm))
+    --groups;
   prm.groups = static_cast<int>(groups);
   prm.group_keys = static_cast<int>(groups > 1 ? group_keys : reach);
   const int64_t slots = n_splits;
@@ -810,6 +839,7 @@ void launch(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorkspac
   const int64_t ctas = units * groups;
   if (ctas > 0x7fffffff) throw Error("paged_attention: batch too large for one grid");
   g_last_plan = PagedAttentionPlan{C::BM,
+                                   WK,
                                    prm.m_tiles,
                                    prm.groups,
                                    prm.group_keys,
@@ -856,15 +886,33 @@ void launch_hd(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorks
   // finishes sooner), prefill into 128-entry tiles (8 warps) to halve the K/V
   // re-reads. The layout changes no bits (see Cfg).
   const int64_t m = static_cast<int64_t>(batch.max_rows) * prm.group;
+  switch (g_forced_layout) {
+    case 14: return launch<HD, 1, 4>(prm, batch, span, ws, stream);
+    case 22: return launch<HD, 2, 2>(prm, batch, span, ws, stream);
+    case 42: return launch<HD, 4, 2>(prm, batch, span, ws, stream);
+    case 41: return launch<HD, 4, 1>(prm, batch, span, ws, stream);
+    case 81: return launch<HD, 8, 1>(prm, batch, span, ws, stream);
+    default: break;
+  }
   if (m <= 16) {
     launch<HD, 1, 4>(prm, batch, span, ws, stream);
   } else if (m <= 32) {
     launch<HD, 2, 2>(prm, batch, span, ws, stream);
   } else if (m <= 64) {
     int dev = 0;
-    const bool small = cudaGetDevice(&dev) == cudaSuccess && dev >= 0 && dev < kMaxDevices &&
-                       static_cast<int64_t>(batch.n_seqs) * prm.n_kv < device_sms(dev);
-    if (small)
+    const int64_t sms =
+        cudaGetDevice(&dev) == cudaSuccess && dev >= 0 && dev < kMaxDevices ? device_sms(dev) : int64_t{1} << 30;
+    const int64_t heads = static_cast<int64_t>(batch.n_seqs) * prm.n_kv;
+    // Short key ranges whose 16-entry tiles alone fill the GPU in one wave
+    // run 1 x 4 (four warps share each tile, the fold stays in the kernel):
+    // H100, 16-row blocks at batch 8, ctx 1k: 38.6 us against 48.2 for 4 x 2
+    // in two key groups; at ctx 8k the wider layouts' better throughput per
+    // tile wins (1 x 4 242 us, 4 x 2 209). Up to 2048 keys, a recorded
+    // step's context bucket above 1k (the two are about even at 2k).
+    const int64_t tiles16 = heads * ceil_div(m, 16);
+    if (tiles16 >= sms && tiles16 <= 2 * sms && span <= 32 * kBN)
+      launch<HD, 1, 4>(prm, batch, span, ws, stream);
+    else if (heads < sms)
       launch<HD, 4, 2>(prm, batch, span, ws, stream);
     else
       launch<HD, 4, 1>(prm, batch, span, ws, stream);
@@ -884,6 +932,14 @@ void set_paged_attention_forced_splits(int groups) { g_forced_groups = std::max(
 
 void set_paged_attention_split_keys(int keys) {
   g_split_keys = keys > 0 ? std::max(kBN, keys / kBN * kBN) : 0;
+}
+
+void set_paged_attention_forced_layout(int warps_m, int warps_k) {
+  const int code = 10 * warps_m + warps_k;
+  if (code != 0 && code != 14 && code != 22 && code != 42 && code != 41 && code != 81)
+    throw Error("paged_attention: no warp layout " + std::to_string(warps_m) + " x " + std::to_string(warps_k) +
+                " (there are 1x4, 2x2, 4x2, 4x1, 8x1)");
+  g_forced_layout = code;
 }
 
 PagedAttentionPlan last_paged_attention_plan() { return g_last_plan; }

@@ -57,9 +57,16 @@ void set_paged_attention_forced_splits(int groups);
 // never change it in a running engine. Not thread-safe.
 void set_paged_attention_split_keys(int keys);
 
+// Test and benchmark hook: every later call uses this warp layout (warps
+// along M x warps sharing each K/V tile: 1x4, 2x2, 4x2, 4x1 or 8x1) instead of
+// choosing by M and batch; 0 x 0 restores the automatic choice. The layout
+// changes no bits (tests compare). Not thread-safe; not for production use.
+void set_paged_attention_forced_layout(int warps_m, int warps_k);
+
 // What the last paged_attention call on this thread chose (for benchmark logs).
 struct PagedAttentionPlan {
   int rows_per_cta = 0;  // 16 * warps along M (GQA heads x query rows, flattened)
+  int warps_k = 0;       // warps sharing each K/V tile of those rows
   int m_tiles = 0;       // CTAs along M per (sequence, kv head)
   int splits = 0;        // CTA groups along the key range (1: the fold runs in the kernel, no reduce)
   int chunk_keys = 0;    // keys per CTA group (its first)
