@@ -313,6 +313,10 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
         p.part_ml[(static_cast<int64_t>(sl) * p.n_rows + row0 + r) * p.n_heads + h] = make_float2(kNegInf, 0.f);
     }
   };
+  // Launched as a programmatic dependent of the kernel that stores the new
+  // rows' Q and K/V: everything above read only the step's inputs (block
+  // tables, row starts, positions); from here on its results are needed.
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
   if (p.groups > 1 && k_begin >= k_end) {
     mark_empty(slot0, slot_end);
     return;
@@ -855,7 +859,13 @@ void launch(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorkspac
     cfg.stream = stream;
     // (Measured on H100: launching the kv heads of one (sequence, split) as an
     // 8-CTA cluster, to read each pool block together, was 20-60% slower.)
-    cfg.numAttrs = 0;
+    // A programmatic dependent: its CTAs look up their first blocks while
+    // the kernel before (rope_store_kv) runs, and wait for it after.
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
     const cudaError_t e = cudaLaunchKernelEx(&cfg, paged_attention_kernel<HD, WM, WK, kStagesShared>, prm);
     if (e != cudaSuccess) throw Error(std::string("paged_attention: launch: ") + cudaGetErrorString(e));
   }

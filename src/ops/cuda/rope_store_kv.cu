@@ -27,6 +27,7 @@ __global__ void rope_store_kv_kernel(bf16* qkv, int64_t ld, int heads, int kv_he
                                      float attention_factor, float eps, const int32_t* __restrict__ slots,
                                      bf16* __restrict__ k_cache, int64_t ldkc, bf16* __restrict__ v_cache,
                                      int64_t ldvc, int64_t pool_rows) {
+  let_dependents_launch();  // the attention, which reads the pool's block tables meanwhile
   extern __shared__ float table[];  // cos [half], then sin [half]
   const int half = head_dim / 2;
   float* cos_t = table;
