@@ -190,6 +190,13 @@ class ModelRunner {
   // Runs the prepared step: replays (recording first if needed) the graph
   // for `key`, or enqueues the ops directly when key is null.
   void launch(const GraphKey* key);
+  // The same for the step's drafter context write, where prepare() chose
+  // to write it in the step (context_in_step_).
+  void launch_context(const GraphKey* key);
+  // Queues the downloads of the verdicts and drafts of the plan's n entries.
+  void download_results(size_t n);
+  struct Recorded;
+  void replay(std::map<GraphKey, Recorded>& graphs, const GraphKey* key, const std::function<void()>& work);
   // The graph bucket of a decode step of n sequences (0: none fits).
   int64_t batch_bucket(int64_t n) const;
   int64_t keys_bucket(int64_t keys) const;
@@ -228,7 +235,7 @@ class ModelRunner {
     uint64_t moves = 0;  // model::buffer_moves() when recorded
     bool warmed = false;
   };
-  std::map<GraphKey, Recorded> graphs_;
+  std::map<GraphKey, Recorded> graphs_, context_graphs_;
   // Penalties and logit bias of this step; a step that has them runs eagerly.
   PenaltyStep penalties_;
 
@@ -236,6 +243,7 @@ class ModelRunner {
   std::vector<int64_t> logit_begin_, logit_count_, draft_begin_, draft_count_, row_begin_;
   int64_t n_seqs_ = 0, n_rows_ = 0, n_logit_rows_ = 0, n_drafts_ = 0;
   bool drafting_ = false;
+  bool context_in_step_ = false;  // this step writes its rows' drafter context itself (launch_context)
   bool set_aside_ = false;  // run() set the step's rows aside (nobody drafts)
   bool taps_in_store_ = false;  // this eager step's forward writes its taps straight into the store
   std::vector<int64_t> step_rows_;

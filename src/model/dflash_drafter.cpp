@@ -146,15 +146,30 @@ void DFlashDrafter::check_pool(const BatchContext& batch, const KVPool& pool, in
 
 void DFlashDrafter::write_context(const ops::Tensor& taps, const BatchContext& rows, KVPool& pool,
                                   int64_t layer_offset) {
+  prepare_context(rows, pool, layer_offset);
+  write_context_prepared(taps, pool, layer_offset);
+}
+
+void DFlashDrafter::prepare_context(const BatchContext& rows, KVPool& pool, int64_t layer_offset,
+                                    int64_t min_keys) {
   check_pool(rows, pool, layer_offset, "write_context");
   const int64_t n = rows.total_rows();
+  context_rows_ = n;
+  if (n == 0) return;
+  ids_.assign(static_cast<size_t>(n), 0);  // no tokens: only positions and slots are read
+  write_inputs_.build(backend_, rows, pool.block_size(), ids_, LogitRows::PerSeq, min_keys);
+  const ops::DType dt = backend_.activation_dtype();
+  grow_tensor(backend_, ctx_, dt, n, geo_.hidden);
+  grow_tensor(backend_, kv_, dt, n, cfg_.model.num_hidden_layers * 2 * geo_.kv_dim());
+}
+
+void DFlashDrafter::write_context_prepared(const ops::Tensor& taps, KVPool& pool, int64_t layer_offset) {
+  const int64_t n = context_rows_;
   if (n == 0) return;
   const int64_t H = geo_.hidden, L = cfg_.model.num_hidden_layers, kv = geo_.kv_dim();
   if (taps.rows != n || taps.cols != cfg_.num_taps() * target_.config().hidden_size)
     throw Error("DFlashDrafter::write_context: taps are " + str(taps.rows) + "x" + str(taps.cols) + ", expected " +
                 str(n) + "x" + str(cfg_.num_taps() * target_.config().hidden_size));
-  ids_.assign(static_cast<size_t>(n), 0);  // no tokens: only positions and slots are read
-  write_inputs_.build(backend_, rows, pool.block_size(), ids_, LogitRows::PerSeq);
   const ops::DType dt = backend_.activation_dtype();
   const ops::Tensor ctx = grow_tensor(backend_, ctx_, dt, n, H);
   const ops::Tensor kvs = grow_tensor(backend_, kv_, dt, n, L * 2 * kv);

@@ -62,6 +62,13 @@ class DFlashDrafter {
   void write_context(const ops::Tensor& taps, const BatchContext& rows, KVPool& pool, int64_t layer_offset);
   // The same from host memory (tests, tools).
   void write_context(const float* taps, const BatchContext& rows, KVPool& pool, int64_t layer_offset);
+  // write_context() in two halves, as prepare / forward_prepared: the first
+  // checks and uploads the rows' positions and slots (min_keys: see
+  // StepInputs::build; a recorded write reads them where a step of its
+  // context bucket puts them), the second enqueues ops only (so it can be
+  // captured and replayed) for taps of those rows.
+  void prepare_context(const BatchContext& rows, KVPool& pool, int64_t layer_offset, int64_t min_keys = 0);
+  void write_context_prepared(const ops::Tensor& taps, KVPool& pool, int64_t layer_offset);
 
   // One block per seq: rows [anchors[s], MASK x (n_rows - 1)] at positions
   // pos0 .. pos0 + n_rows - 1, 1 <= n_rows <= block_size, attending to the
@@ -122,7 +129,8 @@ class DFlashDrafter {
   std::vector<int32_t> ids_;
   ops::OwnedTensor ctx_, kv_, selected_, logits_, host_taps_;
   ops::Tensor logits_view_, selected_view_;
-  int64_t rows_ = 0;  // of the prepared blocks
+  int64_t rows_ = 0;          // of the prepared blocks
+  int64_t context_rows_ = 0;  // of the prepared context write
   std::vector<std::unique_ptr<DFlashDrafter>> peers_;
 };
 

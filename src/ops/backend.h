@@ -176,6 +176,13 @@ class Backend {
   // Waits for the work queued before it.
   virtual void download(const Tensor& src, float* dst) = 0;
   virtual void download_i32(const Tensor& src, int32_t* dst) = 0;
+  // The same without waiting: queues the copy behind the work queued so far
+  // and returns; dst is filled by finish_downloads(), which waits for every
+  // copy queued this way (and for nothing queued after them). Lets the
+  // backend go on with later work while the host reads a step's results.
+  // Backends without a queue of their own copy at once.
+  virtual void download_i32_later(const Tensor& src, int32_t* dst) { download_i32(src, dst); }
+  virtual void finish_downloads() {}
   // dst <- src, same shape, any strides; same dtype, or f32 -> bf16 (rounded
   // to nearest even: the f32 residual stream copied out as the drafter's taps).
   virtual void copy(const Tensor& src, const Tensor& dst) = 0;

@@ -160,6 +160,7 @@ class CudaBackend final : public Backend {
     };
     for (Staging& s : staging_) release(s);
     for (Staging& s : slots_) release(s);
+    release(later_staging_);
     matmul_.reset();
     if (stream_) cudaStreamDestroy(stream_);
   }
@@ -228,6 +229,38 @@ class CudaBackend final : public Backend {
     transfer_down(src, dst, [&](const void* staged, const Piece& p, int32_t* out) {
       std::memcpy(out, staged, static_cast<size_t>(p.rows * p.cols) * sizeof(int32_t));
     });
+  }
+
+  // Into one pinned buffer of its own, packed, then one event: a step's two
+  // small result downloads, which the host reads while the GPU goes on with
+  // the drafter's context write.
+  void download_i32_later(const Tensor& src, int32_t* dst) override {
+    expect_tensor(src, DType::I32, "download_i32_later", "src");
+    if (src.empty()) return;
+    if (!dst) fail("download_i32_later", "dst is null");
+    const size_t bytes = static_cast<size_t>(src.rows * src.cols) * sizeof(int32_t);
+    if (later_used_ + bytes > kSlotBytes) {
+      finish_downloads();
+      if (bytes > kSlotBytes) return download_i32(src, dst);
+    }
+    Staging& s = allocated(later_staging_, kSlotBytes);  // free: nothing is pending, or this one's room is
+    const Tensor t = flat(src);
+    const size_t width = static_cast<size_t>(t.cols) * sizeof(int32_t);
+    check(cudaMemcpy2DAsync(static_cast<char*>(s.host) + later_used_, width, element(t, 0, 0),
+                            static_cast<size_t>(row_pitch(t)) * sizeof(int32_t), width, static_cast<size_t>(t.rows),
+                            cudaMemcpyDeviceToHost, stream_),
+          "download cudaMemcpy2DAsync");
+    check(cudaEventRecord(s.done, stream_), "download cudaEventRecord");
+    later_.push_back({dst, later_used_, bytes});
+    later_used_ += (bytes + 15) / 16 * 16;
+  }
+
+  void finish_downloads() override {
+    if (later_.empty()) return;
+    check(cudaEventSynchronize(later_staging_.done), "download: waiting for the copies");
+    for (const Later& l : later_) std::memcpy(l.dst, static_cast<const char*>(later_staging_.host) + l.at, l.bytes);
+    later_.clear();
+    later_used_ = 0;
   }
 
   void copy(const Tensor& src, const Tensor& dst) override {
@@ -359,6 +392,14 @@ class CudaBackend final : public Backend {
   Staging staging_[2];
   Staging slots_[kSlots];
   int next_slot_ = 0;
+  // download_i32_later's copies in flight: where each lands in later_staging_.
+  struct Later {
+    int32_t* dst;
+    size_t at, bytes;
+  };
+  Staging later_staging_;
+  std::vector<Later> later_;
+  size_t later_used_ = 0;
 };
 
 }  // namespace
