@@ -233,7 +233,7 @@ void ModelRunner::run(const StepPlan& plan, const BlockManager& blocks, const st
     launch_context(nullptr);
   }
   if (context_in_step_) {
-    context_writes_.rows += n_rows_;
+    for (const ScheduledRequest& e : plan.entries) context_writes_.rows += e.rows;
     ++context_writes_.writes;
   }
   if (while_running) while_running();
@@ -244,8 +244,11 @@ void ModelRunner::run(const StepPlan& plan, const BlockManager& blocks, const st
 }
 
 void ModelRunner::download_results(size_t n) {
-  // The plan's entries come first; pads after them are never read back.
   ops::Backend& be = target_.backend();
+  // Copies a step that threw before reading its results left queued land
+  // first, into the buffers they were queued for (not resized since).
+  be.finish_downloads();
+  // The plan's entries come first; pads after them are never read back.
   verdicts_.resize(2 * n);
   be.download_i32_later(verdicts_dev_.buffer.view(ops::DType::I32, static_cast<int64_t>(n), 2), verdicts_.data());
   int64_t real_drafts = 0;  // up to the last verified draft of a plan entry (pads come after them)
@@ -380,10 +383,12 @@ void ModelRunner::prepare(std::span<const Seq> seqs, int64_t min_keys) {
   // 4. A step in which every sequence drafts, on a backend with a queue of
   // its own, writes the drafter context of all its rows right after the
   // step (launch_context), behind the verdicts' downloads: the GPU goes on
-  // with it while the host reads them, instead of idling until write_context
-  // is called (~90 us of a 8.8 ms Qwen3-8B cycle on an H100: download, host,
-  // upload, eager launches). Rows past the committed ones hold rejected
-  // drafts; nothing reads them before they are written again (write_context).
+  // with it while the host reads them, and the write is one recorded graph
+  // instead of an upload and ~8 launches after them (H100, shipped pair,
+  // DFlash at concurrency 1: 7-9% more tokens/s; a Qwen3-8B cycle, whose
+  // write is bound by its GEMMs, did not move). Rows past the committed
+  // ones hold rejected drafts; nothing reads them before they are written
+  // again: the request's next drafter block covers them.
   context_in_step_ = drafting_ && be.supports_graphs() && !target_.shard().active() &&
                      std::all_of(seqs.begin(), seqs.end(), [](const Seq& s) { return s.decode && s.rows > 1; });
   if (context_in_step_) {

@@ -10,15 +10,18 @@
 // until their request drafts: write_context). Stops and request state are
 // the engine's business.
 //
-// A step's inputs go up in three uploads (drafter, target, sampling), its
-// drafts never leave the backend before the target has verified them (the
-// drafter's argmax is gathered into the target's input ids and into the
-// acceptance rows there), and it comes back in two small downloads (verdicts,
-// drafts). Between them the work is ops only, so on a backend with graphs a
-// decode step (every entry decoding with the same row count) is one recorded
-// graph per (batch bucket, rows, context bucket): the batch is padded to the
-// bucket with sequences that live in scratch KV blocks past the block
-// manager's, and the launch grids are sized for the context bucket. Buckets
+// A step's inputs go up in three uploads (drafter, target, sampling; a
+// fourth for the drafter's context write where the step writes it itself,
+// see prepare()), its drafts never leave the backend before the target has
+// verified them (the drafter's argmax is gathered into the target's input
+// ids and into the acceptance rows there), and it comes back in two small
+// downloads (verdicts, drafts), which do not wait for a context write queued
+// after them. Between them the work is ops only, so on a backend with graphs
+// a decode step (every entry decoding with the same row count) is one
+// recorded graph per (batch bucket, rows, context bucket), and its context
+// write a second: the batch is padded to the bucket with sequences that live
+// in scratch KV blocks past the block manager's, and the launch grids are
+// sized for the context bucket. Buckets
 // of batch size are captured at start-up (capture_graphs), others on first
 // use; --enforce-eager turns graphs off. Every op is batch invariant, so
 // padding changes no request's bits.
@@ -139,7 +142,9 @@ class ModelRunner {
   std::vector<float> logits(size_t entry, int64_t rows = -1) const;
 
   // Writes drafter context K/V for the first keep[i] rows of each plan entry
-  // (rows whose tokens are now committed). No-op without a drafter.
+  // (rows whose tokens are now committed). No-op without a drafter, and
+  // where run() queued the write of the step's rows itself (every entry
+  // drafted, on a backend with a queue of its own: prepare()).
   //
   // In a step where nobody drafted (adaptive speculation's k = 0 for every
   // decoding request, prefill chunks, plain rows) the rows wait instead:
