@@ -815,10 +815,12 @@ void launch(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorkspac
   // its CTAs push full-length ones into a second wave, the group before it
   // takes them instead (H100, 16-row blocks at batch 8, ctx 1k: 61 -> 48 us);
   // where they only trail the first wave it stays (batch 1, 8k: 36.7 us
-  // against 40.6 merged).
-  if (groups > 1 && g_forced_groups == 0 &&
-      path_tiles(units, prm.n_kv, groups - 1, group_keys, reach, sms * C::kCtasPerSm) <
-          path_tiles(units, prm.n_kv, groups, group_keys, reach, sms * C::kCtasPerSm))
+  // against 40.6 merged). A grid of one wave never gains by it (its longest
+  // CTA only gets longer), so most small calls skip the comparison.
+  const int64_t capacity = sms * C::kCtasPerSm;
+  if (groups > 1 && g_forced_groups == 0 && units * groups > capacity &&
+      path_tiles(units, prm.n_kv, groups - 1, group_keys, reach, capacity) <
+          path_tiles(units, prm.n_kv, groups, group_keys, reach, capacity))
     --groups;
   prm.groups = static_cast<int>(groups);
   prm.group_keys = static_cast<int>(groups > 1 ? group_keys : reach);
