@@ -3,7 +3,7 @@
 // forward path: one algorithm per weight shape) and cuBLAS (its own choice per
 // call), all in one run. Built directly with nvcc on the GPU machine:
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Isrc -o gemm_proto bench/gemm_proto.cu \
-//     src/ops/cuda/{gemm_tiles.cu,matmul.cpp,matmul_cublaslt.cpp,checks.cpp,device.cpp,add_bias.cu} \
+//     src/ops/cuda/{gemm_tiles.cu,matmul.cpp,matmul_tiles.cu,matmul_cublaslt.cpp,checks.cpp,device.cpp,add_bias.cu} \
 //     src/ops/backend.cpp -lcublasLt -lcublas
 //   ./gemm_proto [check] [invariance] [bench] [prefill]
 #include <cublas_v2.h>
@@ -21,6 +21,7 @@
 #include "ops/cuda/matmul.h"
 #include "ops/cuda/gemm_tiles.h"
 #include "ops/cuda/matmul_cublaslt.h"
+#include "ops/cuda/matmul_tiles.h"
 
 using namespace flashdraft::ops;
 using namespace flashdraft::ops::cuda;
@@ -309,7 +310,7 @@ void bench(Matmul& mm, Peers& p, double bw, bool prefill_only) {
   if (prefill_only)
     std::printf("## prefill M=2048: TFLOP/s (ours default, ours r64, cuBLASLt one-algo path, cuBLAS own choice)\n");
   else
-    std::printf("## decode/verify: us and %% of copy bandwidth (%.0f GB/s): ours | cuBLASLt one-algo | cuBLAS\n",
+    std::printf("## decode/verify: us and %% of copy bandwidth (%.0f GB/s): ours (tiled weight) | ours row-major | cuBLASLt one-algo | cuBLAS\n",
                 bw / 1e9);
   double layer_us[3] = {0, 0, 0}, head_us[3] = {0, 0, 0}, layer_bytes = 0, head_bytes = 0;
   for (const Shape& s : kShapes) {
@@ -320,6 +321,12 @@ void bench(Matmul& mm, Peers& p, double bw, bool prefill_only) {
       ws.push_back(static_cast<bf16*>(dalloc(wbytes)));
       fill(ws.back(), size_t(s.n) * s.k, 31 + c, -0.03f, 0.03f);
     }
+    // The models' layout (matmul_tiles.h): what "ours" times; "row-major" is the same kernel on the plain weight.
+    std::vector<bf16*> tiled;
+    for (bf16* w : ws) {
+      tiled.push_back(static_cast<bf16*>(dalloc(size_t(matmul_tiles_elems(s.n, s.k)) * 2)));
+      pack_matmul_tiles(view(w, DType::BF16, s.n, s.k, s.k), tiled.back(), 0);
+    }
     const int maxm = *std::max_element(ms.begin(), ms.end());
     bf16* x = static_cast<bf16*>(dalloc(size_t(maxm) * s.k * 2));
     fill(x, size_t(maxm) * s.k, 32, -1.f, 1.f);
@@ -327,13 +334,19 @@ void bench(Matmul& mm, Peers& p, double bw, bool prefill_only) {
     void* y = dalloc(size_t(maxm) * s.n * (s.f32 ? 4 : 2));
     for (int m : ms) {
       const Tensor X = view(x, DType::BF16, m, s.k, s.k), Y = view(y, ydt, m, s.n, s.n);
-      auto W = [&](int i) { return view(ws[i % copies], DType::BF16, s.n, s.k, s.k); };
+      auto W = [&](int i) {
+        Tensor t = view(tiled[i % copies], DType::BF16, s.n, s.k, s.k);
+        t.layout = Layout::MatmulTiles;
+        return t;
+      };
+      auto W_rows = [&](int i) { return view(ws[i % copies], DType::BF16, s.n, s.k, s.k); };
       const double bytes = double(wbytes) + double(m) * s.k * 2 + double(m) * s.n * (s.f32 ? 4 : 2);
       const double flops = 2.0 * m * double(s.n) * s.k;
       const int inner = prefill_only ? 5 : 20;
       const double t_ours = time_us([&](int i) { mm.run(X, W(i), nullptr, Y, 0); }, inner);
-      const double t_lt = time_us([&](int i) { p.lt.run(X, W(i), nullptr, Y, 0); }, inner);
-      const double t_blas = time_us([&](int i) { blas_gemm(p.blas, X, W(i), Y); }, inner);
+      const double t_rows = time_us([&](int i) { mm.run(X, W_rows(i), nullptr, Y, 0); }, inner);
+      const double t_lt = time_us([&](int i) { p.lt.run(X, W_rows(i), nullptr, Y, 0); }, inner);
+      const double t_blas = time_us([&](int i) { blas_gemm(p.blas, X, W_rows(i), Y); }, inner);
       CK(cudaGetLastError());
       const auto ch = mm.choose(m, s.n, s.k);
       if (m == 1) {
@@ -342,7 +355,7 @@ void bench(Matmul& mm, Peers& p, double bw, bool prefill_only) {
         const double t_touch = time_us([&](int) { touch_kernel<<<1, 256>>>(x, nx, false); }, inner);
         const double t_pair = time_us([&](int i) { touch_kernel<<<1, 256>>>(x, nx, false); mm.run(X, W(i), nullptr, Y, 0); }, inner);
         const double t_pair_tr = time_us([&](int i) { touch_kernel<<<1, 256>>>(x, nx, true); mm.run(X, W(i), nullptr, Y, 0); }, inner);
-        const double t_pair_lt = time_us([&](int i) { touch_kernel<<<1, 256>>>(x, nx, false); p.lt.run(X, W(i), nullptr, Y, 0); }, inner);
+        const double t_pair_lt = time_us([&](int i) { touch_kernel<<<1, 256>>>(x, nx, false); p.lt.run(X, W_rows(i), nullptr, Y, 0); }, inner);
         std::printf("| %-8s | after a small kernel (%.1f us): ours %.1f us (%.0f%%), with its early trigger %.1f us (%.0f%%), cuBLASLt %.1f us (%.0f%%) |\n",
                     s.name, t_touch, t_pair - t_touch, 100 * bytes / ((t_pair - t_touch) * 1e-6) / bw, t_pair_tr - t_touch,
                     100 * bytes / ((t_pair_tr - t_touch) * 1e-6) / bw, t_pair_lt - t_touch, 100 * bytes / ((t_pair_lt - t_touch) * 1e-6) / bw);
@@ -353,10 +366,10 @@ void bench(Matmul& mm, Peers& p, double bw, bool prefill_only) {
         std::printf("| %-8s | %4d | %7.1f us | %6.1f | %6.1f | %6.1f | %6.1f | ours/Lt %.2f |\n", s.name, m, t_ours,
                     flops / t_ours / 1e6, flops / t64 / 1e6, flops / t_lt / 1e6, flops / t_blas / 1e6, t_lt / t_ours);
       } else {
-        std::printf("| %-8s | %4d | %-9s | %7.1f | %4.0f%% | %7.1f | %4.0f%% | %7.1f | %4.0f%% |\n", s.name, m,
+        std::printf("| %-8s | %4d | %-9s | %7.1f | %4.0f%% | %7.1f | %4.0f%% | %7.1f | %4.0f%% | %7.1f | %4.0f%% |\n", s.name, m,
                     (std::string(tile_name(ch.tile)) + (ch.split ? "/split" : "")).c_str(), t_ours,
-                    100 * bytes / (t_ours * 1e-6) / bw, t_lt, 100 * bytes / (t_lt * 1e-6) / bw, t_blas,
-                    100 * bytes / (t_blas * 1e-6) / bw);
+                    100 * bytes / (t_ours * 1e-6) / bw, t_rows, 100 * bytes / (t_rows * 1e-6) / bw, t_lt,
+                    100 * bytes / (t_lt * 1e-6) / bw, t_blas, 100 * bytes / (t_blas * 1e-6) / bw);
         if (m == 1 || m == 16) {
           const int idx = m == 1 ? 0 : 1;
           const std::string nm = s.name;
@@ -373,6 +386,7 @@ void bench(Matmul& mm, Peers& p, double bw, bool prefill_only) {
       std::fflush(stdout);
     }
     for (bf16* w : ws) CK(cudaFree(w));
+    for (bf16* w : tiled) CK(cudaFree(w));
     CK(cudaFree(x));
     CK(cudaFree(y));
   }

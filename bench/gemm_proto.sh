@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 out=${OUT:-gpu-out}
 mkdir -p "$out"
 F="-O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Isrc"
-SRC="bench/gemm_proto.cu src/ops/cuda/gemm_tiles.cu src/ops/cuda/matmul.cpp src/ops/cuda/matmul_cublaslt.cpp
+SRC="bench/gemm_proto.cu src/ops/cuda/gemm_tiles.cu src/ops/cuda/matmul.cpp src/ops/cuda/matmul_tiles.cu src/ops/cuda/matmul_cublaslt.cpp
      src/ops/cuda/checks.cpp src/ops/cuda/device.cpp src/ops/cuda/add_bias.cu src/ops/backend.cpp -lcublasLt -lcublas"
 IFS=';' read -r -a variants <<<"${GEMM_PROTO_VARIANTS:-stages3=-DFD_GEMM_STAGES=3;stages6=-DFD_GEMM_STAGES=6}"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv | tee "$out/gpu.txt"

@@ -43,6 +43,7 @@ void declare_decoder_layer(WeightLoader& loader, const std::string& p, const Lay
   w.o_proj = loader.alloc(H, q);
   w.gate_up = loader.alloc(2 * I, H);
   w.down = loader.alloc(H, I);
+  for (ops::OwnedTensor* m : {&w.qkv, &w.o_proj, &w.gate_up, &w.down}) loader.matmul_weight(*m);
   loader.add(p + "input_layernorm.weight", {H}, w.input_norm.t, hidden);
   loader.add(p + "self_attn.q_proj.weight", {q_all, H}, w.qkv.t.row_slice(0, q), heads + ", " + hidden, q_rows);
   loader.add(p + "self_attn.k_proj.weight", {kv_all, H}, w.qkv.t.row_slice(q, kv), kv_heads + ", " + hidden, kv_rows);

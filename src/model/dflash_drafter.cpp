@@ -83,6 +83,7 @@ void DFlashDrafter::declare(WeightLoader& loader) {
   // Row-parallel: this rank's columns of the taps (write_context sums the ranks' products).
   const int64_t fc_in = shard_.count(K * Ht);
   fc_ = loader.alloc(H, fc_in);
+  loader.matmul_weight(fc_);
   loader.add("fc.weight", {H, K * Ht}, fc_.t,
              "hidden_size x (" + str(K) + " taps in target_layer_ids x the target's hidden size " + str(Ht) + ")",
              WeightLoader::Part{1, shard_.begin(K * Ht), fc_in});
@@ -92,6 +93,7 @@ void DFlashDrafter::declare(WeightLoader& loader) {
   // write_context projects context rows through every layer's k_proj and
   // v_proj at once: one GEMM against the stacked rows.
   kv_fused_ = loader.alloc(L * 2 * kv, H);
+  loader.matmul_weight(kv_fused_);
   const int64_t kv_all = geo_.total_kv_heads * geo_.head_dim;
   const WeightLoader::Part kv_rows{0, geo_.kv_head0 * geo_.head_dim, kv};
   for (int64_t l = 0; l < L; ++l) {

@@ -124,6 +124,7 @@ void Qwen3Model::declare(WeightLoader& loader) {
   loader.add("model.norm.weight", {H}, norm_.t, "hidden_size");
   if (!cfg_.tie_word_embeddings) {
     lm_head_ = loader.alloc(Vr, H);
+    loader.matmul_weight(lm_head_);
     loader.add("lm_head.weight", {V, H}, lm_head_.t, "vocab_size, hidden_size", vocab_rows);
   }
 }

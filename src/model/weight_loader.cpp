@@ -4,6 +4,7 @@
 #include <cstring>
 #include <functional>
 #include <set>
+#include <utility>
 
 #include "core/error.h"
 #include "io/tensor_view.h"
@@ -73,6 +74,7 @@ void WeightLoader::load(const LoadProgress& progress, const std::function<bool(c
       }
     }
     backend_.synchronize();
+    prepare_matmul_weights();
     return;
   }
   const std::string dir = ckpt_->dir().string();
@@ -122,6 +124,11 @@ void WeightLoader::load(const LoadProgress& progress, const std::function<bool(c
     if (progress) progress(done, total);
   }
   backend_.synchronize();
+  prepare_matmul_weights();
+}
+
+void WeightLoader::prepare_matmul_weights() {
+  for (ops::OwnedTensor* w : std::exchange(matmul_weights_, {})) backend_.prepare_matmul_weight(*w);
 }
 
 }  // namespace flashdraft::model

@@ -31,6 +31,10 @@ class WeightLoader {
 
   // A weight buffer of rows x cols in the backend's weight dtype.
   ops::OwnedTensor alloc(int64_t rows, int64_t cols);
+  // Marks `w` (from alloc, used whole as matmul's w only) for the backend's
+  // matmul layout (Backend::prepare_matmul_weight), applied once load() has
+  // filled it: `w` must stay where it is until then.
+  void matmul_weight(ops::OwnedTensor& w) { matmul_weights_.push_back(&w); }
   // Checkpoint tensor `name` of `shape` ([out, in] or [n]) goes to `dest`
   // (same element count, e.g. a row slice of a fused buffer). `why` explains
   // the expected shape in error messages ("hidden_size x ...").
@@ -51,6 +55,7 @@ class WeightLoader {
             const std::string& describe);
 
  private:
+  void prepare_matmul_weights();
   struct Decl {
     std::string name;
     std::vector<int64_t> shape;
@@ -62,6 +67,7 @@ class WeightLoader {
   const io::Checkpoint* ckpt_;
   uint64_t seed_;
   std::vector<Decl> decls_;
+  std::vector<ops::OwnedTensor*> matmul_weights_;
 };
 
 }  // namespace flashdraft::model

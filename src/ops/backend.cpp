@@ -32,6 +32,7 @@ const char* dtype_name(DType dtype) {
 const char* device_name(Device device) { return device == Device::CUDA ? "cuda" : "cpu"; }
 
 Tensor Tensor::row_slice(int64_t r0, int64_t n) const {
+  if (layout != Layout::RowMajor) throw Error("tensor row slice of a weight tiled for matmul (only matmul reads it)");
   if (r0 < 0 || n < 0 || r0 + n > rows)
     throw Error("tensor row slice [" + std::to_string(r0) + ", " + std::to_string(r0 + n) + ") of a tensor with " +
                 std::to_string(rows) + " rows");
@@ -42,6 +43,7 @@ Tensor Tensor::row_slice(int64_t r0, int64_t n) const {
 }
 
 Tensor Tensor::col_slice(int64_t c0, int64_t n) const {
+  if (layout != Layout::RowMajor) throw Error("tensor column slice of a weight tiled for matmul (only matmul reads it)");
   if (c0 < 0 || n < 0 || c0 + n > cols)
     throw Error("tensor column slice [" + std::to_string(c0) + ", " + std::to_string(c0 + n) + ") of a tensor with " +
                 std::to_string(cols) + " columns");
@@ -52,6 +54,7 @@ Tensor Tensor::col_slice(int64_t c0, int64_t n) const {
 }
 
 Tensor Tensor::reshape(int64_t new_rows, int64_t new_cols) const {
+  if (layout != Layout::RowMajor) throw Error("tensor reshape of a weight tiled for matmul (only matmul reads it)");
   if (!contiguous() || new_rows * new_cols != rows * cols)
     throw Error("tensor reshape of a " + std::string(contiguous() ? "" : "strided ") + std::to_string(rows) + "x" +
                 std::to_string(cols) + " view to " + std::to_string(new_rows) + "x" + std::to_string(new_cols));

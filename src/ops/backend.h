@@ -30,12 +30,18 @@ const char* dtype_name(DType dtype);  // "f32", "bf16", "f16", "i32"
 enum class Device : uint8_t { CPU, CUDA };
 const char* device_name(Device device);  // "cpu", "cuda"
 
+// Where a tensor's elements sit. MatmulTiles: a weight that its backend
+// rearranged for its matmul (Backend::prepare_matmul_weight); only matmul
+// reads it, as its w, and it cannot be sliced.
+enum class Layout : uint8_t { RowMajor, MatmulTiles };
+
 struct Tensor {
   void* data = nullptr;
   DType dtype = DType::F32;
   Device device = Device::CPU;
   int64_t rows = 0, cols = 0;
   int64_t ld = 0;  // elements from one row's start to the next (>= cols)
+  Layout layout = Layout::RowMajor;
 
   template <class T>
   T* as() const { return static_cast<T*>(data); }
@@ -213,8 +219,13 @@ class Backend {
   // bug (checked on the host before upload).
   virtual void embedding(const Tensor& table, const Tensor& ids, const Tensor& out, float scale) = 0;
   // y = x · w^T (+ bias[1, out]). x [n, in], w [out, in], y [n, out]; y may be
-  // f32 while x and w are bf16 (logits). y must not alias x.
+  // f32 while x and w are bf16 (logits). y must not alias x. w may be a
+  // weight prepare_matmul_weight() rearranged.
   virtual void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) = 0;
+  // Gives a loaded weight (used as matmul's w only, whole) the layout this
+  // backend's matmul reads fastest, replacing its buffer; the values and every
+  // product stay the same. Default: left as it is.
+  virtual void prepare_matmul_weight(OwnedTensor& w) { (void)w; }
   // y = x / sqrt(mean(x^2) + eps) * w, per row. x f32 (the residual stream)
   // or the activation dtype, y the activation dtype; y may be x when they match.
   virtual void rmsnorm(const Tensor& x, const Tensor& w, const Tensor& y, float eps) = 0;

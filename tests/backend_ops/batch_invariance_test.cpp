@@ -82,6 +82,13 @@ TEST_P(BatchInvariance, MatmulRowDoesNotDependOnRowCount) {
     auto y = be.alloc_tensor(yt, n, out);
     be.matmul(x.t, w.t, nullptr, y.t);
     const auto all = download(be, y.t);
+    // The models' weights are prepared for the backend's matmul (tiled on
+    // CUDA): the same bits as from the row-major weight, and every row count
+    // below reads the prepared one.
+    be.prepare_matmul_weight(w);
+    be.matmul(x.t, w.t, nullptr, y.t);
+    EXPECT_TRUE(same_bits(download(be, y.t).data(), all.data(), n * out))
+        << in << "x" << out << ": the prepared weight gives other bits than the row-major one";
     for (int64_t rows : {1, 2, 16, 17, 48, 128, 300}) {
       for (int64_t r0 : {int64_t{0}, n - rows}) {
         auto part = be.alloc_tensor(yt, rows, out);

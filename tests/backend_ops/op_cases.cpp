@@ -317,14 +317,18 @@ std::vector<OpCase> op_cases(DType dtype) {
   struct Mm {
     int64_t in, out;
   };
-  auto matmul = [&](int64_t n, Mm s, bool bias, bool strided, bool f32) {
-    OpCase c{.op = Op::Matmul, .n = n, .dim = s.in, .out = s.out, .bias = bias, .strided = strided, .f32 = f32};
+  // Weights as the models hold them (tiled: prepared for the backend's
+  // matmul), and a few as plain row-major views.
+  auto matmul = [&](int64_t n, Mm s, bool bias, bool strided, bool f32, bool tiled = true) {
+    OpCase c{.op = Op::Matmul, .n = n, .dim = s.in, .out = s.out, .bias = bias, .strided = strided, .f32 = f32,
+             .tiled = tiled};
     c.name = "matmul_n" + S(n) + "_" + S(s.in) + "x" + S(s.out) + (bias ? "_bias" : "") + (strided ? "_strided" : "") +
-             (f32 ? "_f32out" : "");
+             (f32 ? "_f32out" : "") + (tiled ? "" : "_rowmajor");
     add(c);
   };
   for (int64_t n : {1, 16, 200, 2048})
     for (Mm s : {Mm{4096, 6144}, Mm{4096, 24576}, Mm{12288, 4096}, Mm{384, 1152}}) matmul(n, s, false, false, false);
+  for (int64_t n : {1, 16, 200}) matmul(n, {4096, 6144}, false, false, false, /*tiled=*/false);
   matmul(1, {4096, 6144}, true, false, false);
   matmul(200, {4096, 6144}, true, false, false);
   matmul(16, {384, 1152}, true, false, false);
@@ -335,13 +339,16 @@ std::vector<OpCase> op_cases(DType dtype) {
   matmul(16, {4096, 151936}, false, false, true);
   // The GEMM's edges (src/ops/cuda/matmul.cpp): rows just past a tile (17,
   // 33), odd weight rows, in not a multiple of the 64-wide k tile, a split
-  // over K with strided rows, f32 logits with a bias, the shipped models' down.
-  matmul(5, {392, 1001}, true, true, false);
-  matmul(17, {4104, 517}, false, false, false);
-  matmul(33, {1032, 4096}, true, false, false);
-  matmul(100, {4096, 4096}, false, true, false);
-  matmul(7, {384, 8192}, true, false, true);
-  matmul(3, {1024, 384}, false, false, false);
+  // over K with strided rows, f32 logits with a bias, the shipped models' down;
+  // each with the weight tiled (padded rows and k's) and row-major.
+  for (bool tiled : {true, false}) {
+    matmul(5, {392, 1001}, true, true, false, tiled);
+    matmul(17, {4104, 517}, false, false, false, tiled);
+    matmul(33, {1032, 4096}, true, false, false, tiled);
+    matmul(100, {4096, 4096}, false, true, false, tiled);
+    matmul(7, {384, 8192}, true, false, true, tiled);
+    matmul(3, {1024, 384}, false, false, false, tiled);
+  }
 
   // ---- rmsnorm / add_rmsnorm
   auto rmsnorm = [&](int64_t n, int64_t dim, bool strided, bool in_place, bool f32 = false) {
@@ -769,7 +776,10 @@ void Bound::setup(const OpCase& c, const CaseData& d) {
       break;
     }
     case Op::Matmul: {
-      const Tensor x = x_view(act), w = put(wt, c.out, c.dim, d.w);
+      const Tensor x = x_view(act);
+      put(wt, c.out, c.dim, d.w);
+      if (c.tiled) be_.prepare_matmul_weight(keep_.back());
+      const Tensor w = keep_.back().t;
       const Tensor bias = c.bias ? put(wt, 1, c.out, d.bias) : Tensor{};
       const Tensor y = poisoned(c.f32 ? DType::F32 : act, n, c.out);
       const bool has_bias = c.bias;

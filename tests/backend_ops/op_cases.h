@@ -60,6 +60,7 @@ struct OpCase {
   bool f32 = false;       // matmul: f32 y (logits); gather_rows: f32 source (logits);
                           // embedding: f32 out, rmsnorm: f32 x (the residual stream)
   bool in_place = false;  // rmsnorm: y is x
+  bool tiled = false;     // matmul: w handed to Backend::prepare_matmul_weight, as the models' weights are
   bool norm = true;       // rope_store_kv: with per-head norm weights (Qwen3) or without (Llama)
   bool ties = false;      // argmax: every row's maximum appears twice
   int64_t offset = -1;    // argmax: >= 0 runs argmax_key, x being the vocabulary shard at this offset

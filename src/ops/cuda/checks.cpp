@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "ops/cuda/matmul_tiles.h"
 
 namespace flashdraft::ops::cuda {
 
@@ -11,13 +12,18 @@ void fail(const char* op, const std::string& message) { throw Error(std::string(
 
 std::string describe(const Tensor& t) {
   std::string s = std::to_string(t.rows) + "x" + std::to_string(t.cols) + " " + dtype_name(t.dtype);
-  if (t.ld != t.cols) s += " (ld " + std::to_string(t.ld) + ")";
+  if (t.layout == Layout::MatmulTiles)
+    s += " (tiled for matmul)";
+  else if (t.ld != t.cols)
+    s += " (ld " + std::to_string(t.ld) + ")";
   return s;
 }
 
 namespace {
 
-void expect_layout(const Tensor& t, const char* op, const char* name) {
+void expect_layout(const Tensor& t, const char* op, const char* name, bool tiles_ok = false) {
+  if (t.layout != Layout::RowMajor && !tiles_ok)
+    fail(op, std::string(name) + " is a weight tiled for matmul (" + describe(t) + "); only matmul reads those");
   if (t.device != Device::CUDA)
     fail(op, std::string(name) + " is a " + device_name(t.device) + " tensor; the CUDA backend needs its own memory");
   if (t.rows < 0 || t.cols < 0 || (t.rows > 1 && t.ld < t.cols))
@@ -36,6 +42,11 @@ void expect_tensor(const Tensor& t, DType a, DType b, const char* op, const char
   if (t.dtype != a && t.dtype != b)
     fail(op, std::string(name) + " is " + describe(t) + ", expected " + dtype_name(a) + " or " + dtype_name(b));
   expect_layout(t, op, name);
+}
+
+void expect_weight(const Tensor& w, DType dtype, const char* op, const char* name) {
+  if (w.dtype != dtype) fail(op, std::string(name) + " is " + describe(w) + ", expected " + dtype_name(dtype));
+  expect_layout(w, op, name, /*tiles_ok=*/true);
 }
 
 void expect_float_tensor(const Tensor& t, const char* op, const char* name) {
@@ -70,7 +81,9 @@ int vector_elems(int64_t cols, size_t elem_bytes, std::initializer_list<const Te
 
 bool overlaps(const Tensor& a, const Tensor& b) {
   const auto span = [](const Tensor& t) {
-    return t.empty() ? size_t{0} : static_cast<size_t>((t.rows - 1) * t.ld + t.cols) * dtype_size(t.dtype);
+    if (t.empty()) return size_t{0};
+    const int64_t elems = t.layout == Layout::MatmulTiles ? matmul_tiles_elems(t.rows, t.cols) : (t.rows - 1) * t.ld + t.cols;
+    return static_cast<size_t>(elems) * dtype_size(t.dtype);
   };
   const auto* a0 = static_cast<const char*>(a.data);
   const auto* b0 = static_cast<const char*>(b.data);

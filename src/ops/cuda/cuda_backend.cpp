@@ -14,6 +14,7 @@
 #include "ops/cuda/device.h"
 #include "ops/cuda/kernels.h"
 #include "ops/cuda/matmul.h"
+#include "ops/cuda/matmul_tiles.h"
 #include "ops/cuda/paged_attention.h"
 
 namespace flashdraft::ops::cuda {
@@ -296,6 +297,19 @@ class CudaBackend final : public Backend {
   }
   void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) override {
     matmul_->run(x, w, bias, y, stream_);
+  }
+  // bf16 weights go tiled (matmul_tiles.h); the row-major copy is freed once copied.
+  void prepare_matmul_weight(OwnedTensor& w) override {
+    if (w.t.dtype != DType::BF16 || w.t.layout != Layout::RowMajor || w.t.empty()) return;
+    OwnedTensor tiled;
+    tiled.buffer = alloc(static_cast<size_t>(matmul_tiles_elems(w.t.rows, w.t.cols)) * dtype_size(DType::BF16));
+    tiled.t = w.t;
+    tiled.t.data = tiled.buffer.data();
+    tiled.t.ld = w.t.cols;
+    tiled.t.layout = Layout::MatmulTiles;
+    pack_matmul_tiles(w.t, tiled.t.data, stream_);
+    synchronize();
+    w = std::move(tiled);
   }
   void rmsnorm(const Tensor& x, const Tensor& w, const Tensor& y, float eps) override {
     cuda::rmsnorm(x, w, y, eps, stream_);

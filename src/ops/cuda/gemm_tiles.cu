@@ -13,6 +13,7 @@
 #include "ops/cuda/device.h"
 #include "ops/cuda/gemm_invariant.cuh"
 #include "ops/cuda/gemm_tiles.h"
+#include "ops/cuda/matmul_tiles.h"
 
 namespace flashdraft::ops::cuda {
 namespace {
@@ -57,6 +58,8 @@ struct Shape {
   static constexpr int BM = BM_, BN = BN_, WM = WM_, WN = WN_, STAGES = STAGES_, BK = BK_;
   static constexpr int MIN_BLOCKS = MIN_BLOCKS_;
   static_assert(BK % kBlockK == 0 && kTileK % BK == 0, "slices must be whole tiles");
+  static_assert(BN == kStripRows && kTileK == kStripTileK && kBlockK * 2 == kStripTileK,
+                "a stage's w tile must be a whole piece of a tiled weight's strip (matmul_tiles.h)");
   static constexpr int kThreads = WM * WN * 32;
   static constexpr int kWarpRows = BM / WM, kWarpCols = BN / WN;
   static constexpr int MT = kWarpRows / 16, NT = kWarpCols / 8;  // mma tiles per warp
@@ -120,6 +123,19 @@ __device__ __forceinline__ void load_rows(uint32_t dst, const bf16* src, int64_t
   }
 }
 
+// One stage's w tile from a tiled weight (matmul_tiles.h): `src` holds the
+// stage's bytes in shared-memory order already, so thread i copies piece i.
+template <int ELEMS, int THREADS>
+__device__ __forceinline__ void load_tile(uint32_t dst, const bf16* src, int tid) {
+  constexpr int kChunks = ELEMS / 8;
+  static_assert(kChunks % THREADS == 0, "a stage's pieces must divide among the threads");
+#pragma unroll
+  for (int j = 0; j < kChunks / THREADS; ++j) {
+    const int i = tid + j * THREADS;
+    cp_async16(dst + static_cast<uint32_t>(i * 16), src + i * 8, 16);
+  }
+}
+
 // Block index -> output tile, m fastest within groups of 16 row tiles, so
 // that blocks running together share weight tiles (and x stays in L2).
 __device__ __forceinline__ void tile_of(int id, int m_tiles, int n_tiles, int& mt, int& nt) {
@@ -155,9 +171,14 @@ __global__ void __launch_bounds__(S::kThreads, S::MIN_BLOCKS) gemm_kernel(const 
   const auto load_x = [&](int stage, int kt) {
     load_rows<S::BM, S::kThreads, S::BK>(base + stage * S::kStageBytes, x, a.ldx, x_rows, kt * S::BK, K, tid);
   };
+  // A tiled weight's strip starts n0 * ldw elements in (ldw: its k's per
+  // row, padded), and its stage kt BN * BK elements after the one before.
   const auto load_w = [&](int stage, int kt) {
-    load_rows<S::BN, S::kThreads, S::BK>(base + stage * S::kStageBytes + S::kXBytes, w, a.ldw, w_rows, kt * S::BK, K,
-                                         tid);
+    const uint32_t dst = base + stage * S::kStageBytes + S::kXBytes;
+    if (a.w_tiles)
+      load_tile<S::BN * S::BK, S::kThreads>(dst, w + static_cast<int64_t>(kt) * S::BN * S::BK, tid);
+    else
+      load_rows<S::BN, S::kThreads, S::BK>(dst, w, a.ldw, w_rows, kt * S::BK, K, tid);
   };
 
   float acc[S::MT][S::NT][4];

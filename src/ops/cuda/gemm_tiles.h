@@ -19,13 +19,14 @@ constexpr int gemm_tile_cols(GemmTile) { return 128; }
 
 struct GemmArgs {
   const void* x = nullptr;     // bf16, rows 16-byte aligned (ldx % 8 == 0, k % 8 == 0)
-  const void* w = nullptr;     // bf16, likewise
+  const void* w = nullptr;     // bf16, likewise; or tiled (w_tiles, matmul_tiles.h; ldw = matmul_tiles_k(k))
   const void* bias = nullptr;  // [n] f32 or bf16, optional
   void* y = nullptr;           // f32 or bf16, any ld
   int64_t ldx = 0, ldw = 0, ldy = 0;
   int m = 0, n = 0, k = 0;
   int slice = 0;  // k's per slice: gemm_slice(n, k, ...), a multiple of 64
   bool y_f32 = false, bias_f32 = false;
+  bool w_tiles = false;  // w is Layout::MatmulTiles: each stage's w tile is one contiguous piece
   // Split mode: each block computes one slice, the blocks of an output tile
   // form a cluster and fold their partials in slice order (at most 8 slices).
   // Without it each block walks all slices itself.

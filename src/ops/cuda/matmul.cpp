@@ -6,6 +6,7 @@
 
 #include "ops/cuda/checks.h"
 #include "ops/cuda/device.h"
+#include "ops/cuda/matmul_tiles.h"
 
 namespace flashdraft::ops::cuda {
 namespace {
@@ -42,7 +43,7 @@ Matmul::Choice Matmul::choose(int64_t m, int64_t n, int64_t k) const {
 void Matmul::run(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y, cudaStream_t stream,
                  const Choice* force) {
   expect_tensor(x, DType::BF16, "matmul", "x");
-  expect_tensor(w, DType::BF16, "matmul", "w");
+  expect_weight(w, DType::BF16, "matmul", "w");
   expect_tensor(y, DType::BF16, DType::F32, "matmul", "y");
   expect_shape(y, x.rows, w.rows, "matmul", "y");
   if (w.cols != x.cols) fail("matmul", "x is " + describe(x) + " but w is " + describe(w) + " (in must match)");
@@ -56,7 +57,8 @@ void Matmul::run(const Tensor& x, const Tensor& w, const Tensor* bias, const Ten
   if (x.rows > INT_MAX || w.rows > INT_MAX || x.cols > INT_MAX)
     fail("matmul", "x " + describe(x) + " or w " + describe(w) + " is too large (dimensions up to 2^31 - 1)");
   expect_rows_16b(x, "x");
-  expect_rows_16b(w, "w");
+  const bool tiled = w.layout == Layout::MatmulTiles;
+  if (!tiled) expect_rows_16b(w, "w");
 
   GemmArgs a;
   a.x = x.data;
@@ -64,7 +66,8 @@ void Matmul::run(const Tensor& x, const Tensor& w, const Tensor* bias, const Ten
   a.bias = bias ? bias->data : nullptr;
   a.y = y.data;
   a.ldx = row_pitch(x);
-  a.ldw = row_pitch(w);
+  a.ldw = tiled ? matmul_tiles_k(w.cols) : row_pitch(w);
+  a.w_tiles = tiled;
   a.ldy = row_pitch(y);
   a.m = static_cast<int>(x.rows);
   a.n = static_cast<int>(w.rows);
