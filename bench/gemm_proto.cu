@@ -414,6 +414,13 @@ void sweep(Matmul& mm, double bw) {
       ws.push_back(static_cast<bf16*>(dalloc(wbytes)));
       fill(ws.back(), size_t(s.n) * s.k, 51 + c, -0.03f, 0.03f);
     }
+    for (bf16*& w : ws) {  // tiled, as the models hold them
+      bf16* t = static_cast<bf16*>(dalloc(size_t(matmul_tiles_elems(s.n, s.k)) * 2));
+      pack_matmul_tiles(view(w, DType::BF16, s.n, s.k, s.k), t, 0);
+      CK(cudaDeviceSynchronize());
+      CK(cudaFree(w));
+      w = t;
+    }
     bf16* x = static_cast<bf16*>(dalloc(size_t(16) * s.k * 2));
     fill(x, size_t(16) * s.k, 52, -1.f, 1.f);
     void* y = dalloc(size_t(16) * s.n * 4);
@@ -424,7 +431,8 @@ void sweep(Matmul& mm, double bw) {
         a.x = x;
         a.y = y;
         a.ldx = s.k;
-        a.ldw = s.k;
+        a.ldw = matmul_tiles_k(s.k);
+        a.w_tiles = true;
         a.ldy = s.n;
         a.m = m;
         a.n = s.n;
