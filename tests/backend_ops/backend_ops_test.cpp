@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "op_cases.h"
 #ifdef FD_BACKEND_OPS_CUDA
 #include "ops/cuda/cuda_backend.h"
@@ -214,6 +215,29 @@ TEST(BackendOpsTable, CoversEveryOpAndMaskKind) {
   }
   EXPECT_EQ(ops.size(), static_cast<size_t>(Op::Copy) + 1);  // Copy: the enum's last
   EXPECT_EQ(masks.size(), static_cast<size_t>(MaskKind::BidirectionalWindow) + 1);  // None + every kind
+}
+
+// A weight prepared for the CUDA matmul is tiled: matmul reads it, nothing
+// else may (slicing it, or handing it to another op, is a clear error rather
+// than a read of scrambled rows).
+TEST(BackendOpsTable, TiledWeightIsForMatmulOnly) {
+  std::string why;
+  Backend* be = under_test("cuda", why);
+  if (be == nullptr) GTEST_SKIP() << why;
+  OwnedTensor w = be->alloc_tensor(DType::BF16, 300, 256);
+  be->fill_uniform(w.t, 1, -0.05f, 0.05f);
+  be->prepare_matmul_weight(w);
+  ASSERT_EQ(w.t.layout, Layout::MatmulTiles);
+  EXPECT_EQ(w.t.rows, 300);
+  EXPECT_EQ(w.t.cols, 256);
+  EXPECT_THROW(w.t.row_slice(0, 128), Error);
+  EXPECT_THROW(w.t.col_slice(0, 64), Error);
+  OwnedTensor y = be->alloc_tensor(DType::BF16, 300, 256);
+  EXPECT_THROW(be->copy(w.t, y.t), Error);
+  OwnedTensor x = be->alloc_tensor(DType::BF16, 2, 256), out = be->alloc_tensor(DType::F32, 2, 300);
+  be->fill_uniform(x.t, 2, -1.0f, 1.0f);
+  be->matmul(x.t, w.t, nullptr, out.t);
+  be->synchronize();
 }
 
 // The attention metadata helper: tables shuffled, padding entries on a spare block.
