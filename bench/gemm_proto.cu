@@ -121,6 +121,13 @@ const Shape kShapes[] = {{"qkv", 6144, 4096, false},  {"o", 4096, 4096, false}, 
                          {"down", 4096, 12288, false}, {"lm_head", 151936, 4096, true}, {"fc", 4096, 20480, false},
                          {"kv_fused", 10240, 4096, false}};
 
+// A tiled copy of the s.n x s.k weight w (queued on the default stream).
+bf16* tiled_copy(bf16* w, const Shape& s) {
+  auto* t = static_cast<bf16*>(dalloc(size_t(matmul_tiles_elems(s.n, s.k)) * 2));
+  pack_matmul_tiles(view(w, DType::BF16, s.n, s.k, s.k), t, 0);
+  return t;
+}
+
 const char* tile_name(GemmTile t) {
   return t == GemmTile::Rows16 ? "r16" : t == GemmTile::Rows32 ? "r32" : t == GemmTile::Rows64 ? "r64" : "r128";
 }
@@ -323,10 +330,7 @@ void bench(Matmul& mm, Peers& p, double bw, bool prefill_only) {
     }
     // The models' layout (matmul_tiles.h): what "ours" times; "row-major" is the same kernel on the plain weight.
     std::vector<bf16*> tiled;
-    for (bf16* w : ws) {
-      tiled.push_back(static_cast<bf16*>(dalloc(size_t(matmul_tiles_elems(s.n, s.k)) * 2)));
-      pack_matmul_tiles(view(w, DType::BF16, s.n, s.k, s.k), tiled.back(), 0);
-    }
+    for (bf16* w : ws) tiled.push_back(tiled_copy(w, s));
     const int maxm = *std::max_element(ms.begin(), ms.end());
     bf16* x = static_cast<bf16*>(dalloc(size_t(maxm) * s.k * 2));
     fill(x, size_t(maxm) * s.k, 32, -1.f, 1.f);
@@ -415,8 +419,7 @@ void sweep(Matmul& mm, double bw) {
       fill(ws.back(), size_t(s.n) * s.k, 51 + c, -0.03f, 0.03f);
     }
     for (bf16*& w : ws) {  // tiled, as the models hold them
-      bf16* t = static_cast<bf16*>(dalloc(size_t(matmul_tiles_elems(s.n, s.k)) * 2));
-      pack_matmul_tiles(view(w, DType::BF16, s.n, s.k, s.k), t, 0);
+      bf16* t = tiled_copy(w, s);
       CK(cudaDeviceSynchronize());
       CK(cudaFree(w));
       w = t;

@@ -31,8 +31,18 @@ const char* dtype_name(DType dtype) {
 
 const char* device_name(Device device) { return device == Device::CUDA ? "cuda" : "cpu"; }
 
+namespace {
+
+// A tiled weight's elements are not where rows and ld say: no view of it.
+void expect_row_major(const Tensor& t, const char* what) {
+  if (t.layout != Layout::RowMajor)
+    throw Error(std::string("tensor ") + what + " of a weight tiled for matmul (only matmul reads it)");
+}
+
+}  // namespace
+
 Tensor Tensor::row_slice(int64_t r0, int64_t n) const {
-  if (layout != Layout::RowMajor) throw Error("tensor row slice of a weight tiled for matmul (only matmul reads it)");
+  expect_row_major(*this, "row slice");
   if (r0 < 0 || n < 0 || r0 + n > rows)
     throw Error("tensor row slice [" + std::to_string(r0) + ", " + std::to_string(r0 + n) + ") of a tensor with " +
                 std::to_string(rows) + " rows");
@@ -43,7 +53,7 @@ Tensor Tensor::row_slice(int64_t r0, int64_t n) const {
 }
 
 Tensor Tensor::col_slice(int64_t c0, int64_t n) const {
-  if (layout != Layout::RowMajor) throw Error("tensor column slice of a weight tiled for matmul (only matmul reads it)");
+  expect_row_major(*this, "column slice");
   if (c0 < 0 || n < 0 || c0 + n > cols)
     throw Error("tensor column slice [" + std::to_string(c0) + ", " + std::to_string(c0 + n) + ") of a tensor with " +
                 std::to_string(cols) + " columns");
@@ -54,7 +64,7 @@ Tensor Tensor::col_slice(int64_t c0, int64_t n) const {
 }
 
 Tensor Tensor::reshape(int64_t new_rows, int64_t new_cols) const {
-  if (layout != Layout::RowMajor) throw Error("tensor reshape of a weight tiled for matmul (only matmul reads it)");
+  expect_row_major(*this, "reshape");
   if (!contiguous() || new_rows * new_cols != rows * cols)
     throw Error("tensor reshape of a " + std::string(contiguous() ? "" : "strided ") + std::to_string(rows) + "x" +
                 std::to_string(cols) + " view to " + std::to_string(new_rows) + "x" + std::to_string(new_cols));
