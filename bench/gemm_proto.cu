@@ -163,6 +163,9 @@ void check(Matmul& mm) {
     if (c.bias == 2) fill(static_cast<float*>(bias), c.n, 13, -1.f, 1.f);
     const Tensor x = view(xb + (c.strided ? 64 : 0), DType::BF16, c.m, c.k, ldx);
     const Tensor w = view(wb, DType::BF16, c.n, c.k, c.k);
+    bf16* tb = tiled_copy(wb, Shape{"", c.n, c.k, false});
+    Tensor wt = view(tb, DType::BF16, c.n, c.k, c.k);
+    wt.layout = Layout::MatmulTiles;
     const Tensor b = view(bias, c.bias == 2 ? DType::F32 : DType::BF16, 1, c.n, c.n);
     const Tensor y = view(yb, ydt, c.m, c.n, ldy);
     double* ref = static_cast<double*>(dalloc(size_t(c.m) * c.n * 8));
@@ -185,23 +188,26 @@ void check(Matmul& mm) {
     const double bound = c.f32 ? 1e-8 : 1e-5;
     bool ok = nmse <= bound;  // NaN fails
     std::string bad;
-    for (GemmTile t : {GemmTile::Rows16, GemmTile::Rows32, GemmTile::Rows64, GemmTile::Rows128})
-      for (bool split : {false, true}) {
-        CK(cudaMemset(yb, 0xff, size_t(c.m) * ldy * 4));
-        const Matmul::Choice ch{t, split};
-        mm.run(x, w, c.bias ? &b : nullptr, y, 0, &ch);
-        CK(cudaDeviceSynchronize());
-        if (!same_bits(get_y(y), def.data(), def.size())) {
-          ok = false;
-          bad += std::string(" ") + tile_name(t) + (split ? "/split" : "");
+    // Every tile and split, on the row-major weight and on its tiled copy.
+    for (const Tensor* wv : {&w, static_cast<const Tensor*>(&wt)})
+      for (GemmTile t : {GemmTile::Rows16, GemmTile::Rows32, GemmTile::Rows64, GemmTile::Rows128})
+        for (bool split : {false, true}) {
+          CK(cudaMemset(yb, 0xff, size_t(c.m) * ldy * 4));
+          const Matmul::Choice ch{t, split};
+          mm.run(x, *wv, c.bias ? &b : nullptr, y, 0, &ch);
+          CK(cudaDeviceSynchronize());
+          if (!same_bits(get_y(y), def.data(), def.size())) {
+            ok = false;
+            bad += std::string(" ") + tile_name(t) + (split ? "/split" : "") + (wv == &w ? "" : "/tiled");
+          }
         }
-      }
     const auto ch = mm.choose(c.m, c.n, c.k);
     std::printf("%s m=%d n=%d k=%d bias=%d f32=%d strided=%d slice=%d [%s%s] nmse %.2e%s%s\n", ok ? "ok  " : "FAIL",
                 c.m, c.n, c.k, c.bias, c.f32, c.strided, mm.slice(c.n, c.k), tile_name(ch.tile),
                 ch.split ? "/split" : "", nmse, bad.empty() ? "" : " differing bits:", bad.c_str());
     failures += !ok;
-    for (void* p : {static_cast<void*>(xb), static_cast<void*>(wb), bias, yb, static_cast<void*>(ref)})
+    for (void* p : {static_cast<void*>(xb), static_cast<void*>(wb), static_cast<void*>(tb), bias, yb,
+                    static_cast<void*>(ref)})
       if (p) CK(cudaFree(p));
   }
 }
@@ -219,7 +225,9 @@ void invariance(Matmul& mm) {
     void* ypart = dalloc(size_t(R) * s.n * es);
     fill(x, size_t(R) * s.k, 21, -1.f, 1.f);
     fill(w, size_t(s.n) * s.k, 22, -0.03f, 0.03f);
-    const Tensor W = view(w, DType::BF16, s.n, s.k, s.k);
+    bf16* tw = tiled_copy(w, s);
+    Tensor W = view(tw, DType::BF16, s.n, s.k, s.k);  // the models' layout
+    W.layout = Layout::MatmulTiles;
     mm.run(view(x, DType::BF16, R, s.k, s.k), W, nullptr, view(yall, ydt, R, s.n, s.n), 0);
     CK(cudaDeviceSynchronize());
     const auto all = get_y(view(yall, ydt, R, s.n, s.n));
@@ -239,7 +247,7 @@ void invariance(Matmul& mm) {
     std::printf("%s %-8s %6dx%-6d slice %5d: %d/%d row sets identical%s\n", bad ? "FAIL" : "ok  ", s.name, s.n, s.k,
                 mm.slice(s.n, s.k), total - bad, total, where.c_str());
     failures += bad != 0;
-    for (void* p : {static_cast<void*>(x), static_cast<void*>(w), yall, ypart}) CK(cudaFree(p));
+    for (void* p : {static_cast<void*>(x), static_cast<void*>(w), static_cast<void*>(tw), yall, ypart}) CK(cudaFree(p));
   }
 }
 
@@ -315,7 +323,8 @@ void blas_gemm(cublasHandle_t h, const Tensor& x, const Tensor& w, const Tensor&
 void bench(Matmul& mm, Peers& p, double bw, bool prefill_only) {
   const std::vector<int> ms = prefill_only ? std::vector<int>{2048} : std::vector<int>{1, 2, 4, 8, 16, 32, 64, 128};
   if (prefill_only)
-    std::printf("## prefill M=2048: TFLOP/s (ours default, ours r64, cuBLASLt one-algo path, cuBLAS own choice)\n");
+    std::printf("## prefill M=2048: TFLOP/s (ours default on the tiled weight, ours row-major, ours r64 tiled, "
+                "cuBLASLt one-algo path, cuBLAS own choice)\n");
   else
     std::printf("## decode/verify: us and %% of copy bandwidth (%.0f GB/s): ours (tiled weight) | ours row-major | cuBLASLt one-algo | cuBLAS\n",
                 bw / 1e9);
@@ -367,8 +376,9 @@ void bench(Matmul& mm, Peers& p, double bw, bool prefill_only) {
       if (prefill_only) {
         const Matmul::Choice r64{GemmTile::Rows64, false};
         const double t64 = time_us([&](int i) { mm.run(X, W(i), nullptr, Y, 0, &r64); }, inner);
-        std::printf("| %-8s | %4d | %7.1f us | %6.1f | %6.1f | %6.1f | %6.1f | ours/Lt %.2f |\n", s.name, m, t_ours,
-                    flops / t_ours / 1e6, flops / t64 / 1e6, flops / t_lt / 1e6, flops / t_blas / 1e6, t_lt / t_ours);
+        std::printf("| %-8s | %4d | %7.1f us | %6.1f | %6.1f | %6.1f | %6.1f | %6.1f | ours/Lt %.2f |\n", s.name, m,
+                    t_ours, flops / t_ours / 1e6, flops / t_rows / 1e6, flops / t64 / 1e6, flops / t_lt / 1e6,
+                    flops / t_blas / 1e6, t_lt / t_ours);
       } else {
         std::printf("| %-8s | %4d | %-9s | %7.1f | %4.0f%% | %7.1f | %4.0f%% | %7.1f | %4.0f%% | %7.1f | %4.0f%% |\n", s.name, m,
                     (std::string(tile_name(ch.tile)) + (ch.split ? "/split" : "")).c_str(), t_ours,

@@ -56,6 +56,17 @@ __device__ __forceinline__ void mma_block32(float (&acc)[4], const uint4& a_lo, 
   mma16816(acc, a_lo.z, a_hi.z, a_lo.w, a_hi.w, b.z, b.w);
 }
 
+// Where mma_block32 puts a block's k's: the k of logical position L (0..15,
+// the PTX fragment order: a0/b0 hold L = 2q, 2q+1, a2/b1 hold L = 2q+8,
+// 2q+9) of its first mma (half 0) or second (half 1). A tiled weight
+// (matmul_tiles.h) is stored in this order, so that ldmatrix and wgmma read
+// the same fragments from it. (Measured on H100, bench/wgmma_probe.cu:
+// wgmma.m64nNk16 fed these k's gives the chain's bits exactly; the order of
+// the 16 k's inside one mma does not change its bits either.)
+__host__ __device__ constexpr int chain_k(int half, int logical) {
+  return 8 * ((logical % 8) / 2) + (logical >= 8 ? 2 : 0) + logical % 2 + 4 * half;
+}
+
 // total <- total + partial (the fold of rule 3; the first partial is taken as is).
 __device__ __forceinline__ float fold(float total, float partial) { return __fadd_rn(total, partial); }
 

@@ -1,9 +1,12 @@
 // The tiled GEMM kernel (one template, four tile shapes): cp.async pipelines
 // x and w tiles into shared memory, each warp reads its fragments with
-// 16-byte loads and chains mma_block32 (gemm_invariant.cuh). For a few rows
-// (Rows16) the same kernel is a weight streamer: 128 weight rows per block,
-// 3 tiles in flight, split over slices of K (one cluster of blocks per output
-// tile) when the weight has too few rows to fill the GPU.
+// 16-byte loads (ldmatrix for a tiled weight) and chains mma_block32
+// (gemm_invariant.cuh). For a few rows (Rows16) the same kernel is a weight
+// streamer: 128 weight rows per block, 3 tiles in flight, split over slices
+// of K (one cluster of blocks per output tile) when the weight has too few
+// rows to fill the GPU. For many rows on a tiled weight, Rows128 runs as two
+// warpgroups issuing wgmma over the same chain (H100, M = 2048: 276-338
+// TFLOP/s against 200-242 with mma.sync; bench/gemm_proto.sh prefill).
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -43,6 +46,12 @@ using bf16 = __nv_bfloat16;
 #ifndef FD_GEMM_R128_MINB
 #define FD_GEMM_R128_MINB 2
 #endif
+#ifndef FD_GEMM_WG_STAGES
+#define FD_GEMM_WG_STAGES 4
+#endif
+#ifndef FD_GEMM_WGMMA
+#define FD_GEMM_WGMMA 1
+#endif
 #ifndef FD_GEMM_PDL
 #define FD_GEMM_PDL 1
 #endif
@@ -53,10 +62,14 @@ using bf16 = __nv_bfloat16;
 // BM x BN output tile per block, WM x WN warps, STAGES tiles of BK k's in
 // flight (BK 32 or 64: slices, multiples of 64, are whole tiles either way),
 // MIN_BLOCKS per multiprocessor asked of the register allocator.
-template <int BM_, int BN_, int WM_, int WN_, int STAGES_, int BK_ = kTileK, int MIN_BLOCKS_ = 1>
+// WGMMA: each 4 warps along M are one warpgroup that multiplies its 64 rows
+// by the whole w tile with wgmma (tiled weights on sm_90a; the same bits as
+// the mma.sync chain, gemm_invariant.cuh), which needs WN = 1, 16 rows a warp.
+template <int BM_, int BN_, int WM_, int WN_, int STAGES_, int BK_ = kTileK, int MIN_BLOCKS_ = 1, bool WGMMA_ = false>
 struct Shape {
   static constexpr int BM = BM_, BN = BN_, WM = WM_, WN = WN_, STAGES = STAGES_, BK = BK_;
   static constexpr int MIN_BLOCKS = MIN_BLOCKS_;
+  static constexpr bool WGMMA = WGMMA_;
   static_assert(BK % kBlockK == 0 && kTileK % BK == 0, "slices must be whole tiles");
   static_assert(BN == kStripRows && kTileK == kStripTileK && kBlockK * 2 == kStripTileK,
                 "a stage's w tile must be a whole piece of a tiled weight's strip (matmul_tiles.h)");
@@ -65,7 +78,9 @@ struct Shape {
   static constexpr int MT = kWarpRows / 16, NT = kWarpCols / 8;  // mma tiles per warp
   // A stage: x tile then w tile, each as two planes (the tile's two chain
   // blocks) of rows x 64 bytes, so the 8 rows a warp reads at once are 512
-  // contiguous bytes (no bank conflicts without swizzling).
+  // contiguous bytes (no bank conflicts without swizzling). A tiled weight's
+  // w tile is its own bytes instead (core matrices, matmul_tiles.h), read by
+  // ldmatrix: 8 rows of 16 bytes a phase, conflict-free too.
   static constexpr int kXBytes = BM * BK * 2, kStageBytes = (BM + BN) * BK * 2;
   static constexpr int kSmemBytes = STAGES * kStageBytes;
   // Folded mode keeps each thread's running total in shared memory (words
@@ -75,6 +90,7 @@ struct Shape {
   static constexpr int kPartialLd = BN + 4;
   static constexpr int kSplitSmemBytes = BM * kPartialLd * 4 > kSmemBytes ? BM * kPartialLd * 4 : kSmemBytes;
   static_assert(MT >= 1 && NT >= 1 && kWarpRows % 16 == 0 && kWarpCols % 8 == 0, "bad warp tile");
+  static_assert(!WGMMA || (WN == 1 && MT == 1 && WM % 4 == 0 && BN == 128), "a warpgroup takes 64 rows x 128 columns");
 };
 
 template <GemmTile>
@@ -88,6 +104,8 @@ struct ShapeOf<GemmTile::Rows64> : Shape<64, 128, 2, 4, 3> {};
 template <>
 struct ShapeOf<GemmTile::Rows128>
     : Shape<128, 128, 2, FD_GEMM_R128_WN, FD_GEMM_R128_STAGES, FD_GEMM_R128_BK, FD_GEMM_R128_MINB> {};
+// Rows128 on a tiled weight: two warpgroups.
+using WgmmaRows128 = Shape<128, 128, 8, 1, FD_GEMM_WG_STAGES, 64, 1, true>;
 
 // How a block covers K: all of it as one slice, all slices folded in turn,
 // or one slice (blockIdx.y) as a member of a cluster that folds together.
@@ -123,6 +141,49 @@ __device__ __forceinline__ void load_rows(uint32_t dst, const bf16* src, int64_t
   }
 }
 
+// ldmatrix.x4: lane l gives the address of row l % 8 of matrix l / 8 and
+// receives (row l / 4, elements 2 (l % 4), +1) of each matrix.
+__device__ __forceinline__ uint4 ldmatrix_x4(uint32_t addr) {
+  uint4 v;
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(addr));
+  return v;
+}
+
+// wgmma.m64n128k16, f32 += bf16 x bf16: A (this warp's 16 rows) from
+// registers in the mma.sync fragment order, B from a shared-memory
+// descriptor over a tiled weight's half (matmul_tiles.h). sm_90a only.
+__device__ __forceinline__ uint64_t wgmma_desc(uint32_t addr) {
+  constexpr uint64_t kLbo = 128, kSbo = 256;  // core matrices along k, along n
+  return uint64_t((addr >> 4) & 0x3fff) | ((kLbo >> 4) << 16) | ((kSbo >> 4) << 32);
+}
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define FD_HAVE_WGMMA 1
+__device__ __forceinline__ void wgmma_n128(float (&d)[64], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                           uint64_t b) {
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "{%64, %65, %66, %67}, %68, 1, 1, 1, 0;\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
+        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]),
+        "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]),
+        "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
+        "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(b)
+      : "memory");
+}
+#else
+#define FD_HAVE_WGMMA 0
+#endif
+
 // One stage's w tile from a tiled weight (matmul_tiles.h): `src` holds the
 // stage's bytes in shared-memory order already, so thread i copies piece i.
 template <int ELEMS, int THREADS>
@@ -146,7 +207,9 @@ __device__ __forceinline__ void tile_of(int id, int m_tiles, int n_tiles, int& m
   nt = in / size;
 }
 
-template <class S, class Y, Mode MODE>
+// TILED: w is a tiled weight (a.w_tiles), read by ldmatrix from its core
+// matrices; else row-major, in planes.
+template <class S, class Y, Mode MODE, bool TILED>
 __global__ void __launch_bounds__(S::kThreads, S::MIN_BLOCKS) gemm_kernel(const GemmArgs a) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -175,7 +238,7 @@ __global__ void __launch_bounds__(S::kThreads, S::MIN_BLOCKS) gemm_kernel(const 
   // row, padded), and its stage kt BN * BK elements after the one before.
   const auto load_w = [&](int stage, int kt) {
     const uint32_t dst = base + stage * S::kStageBytes + S::kXBytes;
-    if (a.w_tiles)
+    if constexpr (TILED)
       load_tile<S::BN * S::BK, S::kThreads>(dst, w + static_cast<int64_t>(kt) * S::BN * S::BK, tid);
     else
       load_rows<S::BN, S::kThreads, S::BK>(dst, w, a.ldw, w_rows, kt * S::BK, K, tid);
@@ -215,6 +278,11 @@ __global__ void __launch_bounds__(S::kThreads, S::MIN_BLOCKS) gemm_kernel(const 
       cp_async_wait<0>();  // the prologue's x group came last
     else
       cp_async_wait<S::STAGES - 2>();
+#if FD_HAVE_WGMMA
+    // cp.async wrote the stage through the generic proxy and wgmma reads it
+    // through the async one: each thread fences its own copies before all meet.
+    if constexpr (S::WGMMA && TILED) asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
     __syncthreads();  // tile kt landed for everyone; stage (i - 1) is free again
     if (kt + S::STAGES - 1 < kt1) {
       load_x((i + S::STAGES - 1) % S::STAGES, kt + S::STAGES - 1);
@@ -224,6 +292,24 @@ __global__ void __launch_bounds__(S::kThreads, S::MIN_BLOCKS) gemm_kernel(const 
 
     const unsigned char* sx = smem + (i % S::STAGES) * S::kStageBytes;
     const unsigned char* sw = sx + S::kXBytes;
+#if FD_HAVE_WGMMA
+    if constexpr (S::WGMMA && TILED) {
+      float(&d)[S::NT * 4] = reinterpret_cast<float(&)[S::NT * 4]>(acc[0]);
+      const uint32_t sw_addr = base + (i % S::STAGES) * S::kStageBytes + S::kXBytes;
+      asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+      for (int b = 0; b < S::BK / kBlockK; ++b) {
+        if (kt * S::BK + b * kBlockK >= K) break;  // blocks past K are not in the chain
+        const int r = wm * S::kWarpRows + g;
+        const uint4 a_lo = *reinterpret_cast<const uint4*>(sx + ((b * S::BM + r) * 4 + q) * 16);
+        const uint4 a_hi = *reinterpret_cast<const uint4*>(sx + ((b * S::BM + r + 8) * 4 + q) * 16);
+        wgmma_n128(d, a_lo.x, a_hi.x, a_lo.y, a_hi.y, wgmma_desc(sw_addr + b * (S::BN * 64)));
+        wgmma_n128(d, a_lo.z, a_hi.z, a_lo.w, a_hi.w, wgmma_desc(sw_addr + b * (S::BN * 64) + S::BN * 32));
+      }
+      asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+      asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    } else
+#endif
 #pragma unroll
     for (int b = 0; b < S::BK / kBlockK; ++b) {
       if (kt * S::BK + b * kBlockK >= K) break;  // blocks past K are not in the chain
@@ -236,8 +322,16 @@ __global__ void __launch_bounds__(S::kThreads, S::MIN_BLOCKS) gemm_kernel(const 
       }
 #pragma unroll
       for (int j = 0; j < S::NT; ++j) {
-        const int c = wn * S::kWarpCols + j * 8 + g;
-        bw[j] = *reinterpret_cast<const uint4*>(sw + ((b * S::BN + c) * 4 + q) * 16);
+        if constexpr (TILED) {
+          // Block b of the stage, row group c / 8: matrices (half 0, core 0),
+          // (0, 1), (1, 0), (1, 1) give b0, b1 of the first mma, then of the second.
+          const int c = wn * S::kWarpCols + j * 8;
+          bw[j] = ldmatrix_x4(base + (i % S::STAGES) * S::kStageBytes + S::kXBytes + b * (S::BN * 64) + (lane >> 4) * (S::BN * 32) + c * 32 +
+                              ((lane >> 3) & 1) * 128 + (lane & 7) * 16);
+        } else {
+          const int c = wn * S::kWarpCols + j * 8 + g;
+          bw[j] = *reinterpret_cast<const uint4*>(sw + ((b * S::BN + c) * 4 + q) * 16);
+        }
       }
 #pragma unroll
       for (int i2 = 0; i2 < S::MT; ++i2)
@@ -319,7 +413,7 @@ __global__ void __launch_bounds__(S::kThreads, S::MIN_BLOCKS) gemm_kernel(const 
 }
 
 // The kernel's dynamic shared memory, opted in once per device (more than 48 KB needs it).
-template <class S, class Y, Mode MODE>
+template <class S, class Y, Mode MODE, bool TILED>
 int configure() {
   const int smem = MODE == Mode::Folded ? S::kSmemBytes + S::kTotalBytes
                    : MODE == Mode::Split  ? S::kSplitSmemBytes
@@ -329,17 +423,17 @@ int configure() {
   check(cudaGetDevice(&device), "gemm: cudaGetDevice");
   const uint64_t bit = uint64_t{1} << (device & 63);
   if (!(configured.load() & bit)) {
-    check(cudaFuncSetAttribute(gemm_kernel<S, Y, MODE>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
+    check(cudaFuncSetAttribute(gemm_kernel<S, Y, MODE, TILED>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
           "gemm: cudaFuncSetAttribute");
     configured.fetch_or(bit);
   }
   return smem;
 }
 
-template <class S, class Y, Mode MODE>
+template <class S, class Y, Mode MODE, bool TILED>
 void launch_mode(const GemmArgs& a, int slices, cudaStream_t stream) {
-  auto* kernel = gemm_kernel<S, Y, MODE>;
-  const int smem = configure<S, Y, MODE>();
+  auto* kernel = gemm_kernel<S, Y, MODE, TILED>;
+  const int smem = configure<S, Y, MODE, TILED>();
   const int64_t tiles = ((a.m + S::BM - 1) / S::BM) * static_cast<int64_t>((a.n + S::BN - 1) / S::BN);
   const dim3 grid(static_cast<unsigned>(tiles), MODE == Mode::Split ? static_cast<unsigned>(slices) : 1u);
   cudaLaunchConfig_t config{};
@@ -359,23 +453,37 @@ void launch_mode(const GemmArgs& a, int slices, cudaStream_t stream) {
   check(cudaLaunchKernelEx(&config, kernel, a), "gemm kernel launch");
 }
 
-template <class S, class Y>
-void launch_shape(const GemmArgs& a, cudaStream_t stream) {
+template <class S, class Y, bool TILED>
+void launch_layout(const GemmArgs& a, cudaStream_t stream) {
   const int slices = (a.k + a.slice - 1) / a.slice;
   if (a.split && slices > 1 && slices <= kMaxSlices)
-    launch_mode<S, Y, Mode::Split>(a, slices, stream);
+    launch_mode<S, Y, Mode::Split, TILED>(a, slices, stream);
   else if (slices > 1)
-    launch_mode<S, Y, Mode::Folded>(a, slices, stream);
+    launch_mode<S, Y, Mode::Folded, TILED>(a, slices, stream);
   else
-    launch_mode<S, Y, Mode::Whole>(a, slices, stream);
+    launch_mode<S, Y, Mode::Whole, TILED>(a, slices, stream);
+}
+
+template <class S, class Y>
+void launch_shape(const GemmArgs& a, cudaStream_t stream) {
+  if (a.w_tiles)
+    launch_layout<S, Y, true>(a, stream);
+  else
+    launch_layout<S, Y, false>(a, stream);
 }
 
 template <GemmTile T>
 void launch_tile(const GemmArgs& a, cudaStream_t stream) {
-  if (a.y_f32)
+  if (T == GemmTile::Rows128 && a.w_tiles && FD_GEMM_WGMMA) {
+    if (a.y_f32)
+      launch_layout<WgmmaRows128, float, true>(a, stream);
+    else
+      launch_layout<WgmmaRows128, bf16, true>(a, stream);
+  } else if (a.y_f32) {
     launch_shape<ShapeOf<T>, float>(a, stream);
-  else
+  } else {
     launch_shape<ShapeOf<T>, bf16>(a, stream);
+  }
 }
 
 }  // namespace
@@ -390,7 +498,7 @@ int gemm_split_capacity(int slices) {
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(1, static_cast<unsigned>(slices));
   config.blockDim = dim3(S::kThreads);
-  config.dynamicSmemBytes = static_cast<size_t>(configure<S, bf16, Mode::Split>());
+  config.dynamicSmemBytes = static_cast<size_t>(configure<S, bf16, Mode::Split, true>());
   cudaLaunchAttribute attr{};
   attr.id = cudaLaunchAttributeClusterDimension;
   attr.val.clusterDim.x = 1;
@@ -399,7 +507,7 @@ int gemm_split_capacity(int slices) {
   config.attrs = &attr;
   config.numAttrs = 1;
   int clusters = 0;
-  check(cudaOccupancyMaxActiveClusters(&clusters, gemm_kernel<S, bf16, Mode::Split>, &config),
+  check(cudaOccupancyMaxActiveClusters(&clusters, gemm_kernel<S, bf16, Mode::Split, true>, &config),
         "gemm: cudaOccupancyMaxActiveClusters");
   known.store(std::max(clusters, 1));
   return std::max(clusters, 1);

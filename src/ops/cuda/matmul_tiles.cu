@@ -6,6 +6,7 @@
 
 #include "ops/cuda/checks.h"
 #include "ops/cuda/device.h"
+#include "ops/cuda/gemm_invariant.cuh"
 
 namespace flashdraft::ops::cuda {
 namespace {
@@ -13,18 +14,20 @@ namespace {
 using bf16 = __nv_bfloat16;
 
 // One thread per tiled element: element e of the copy is, from the top,
-// strip s, tile t, plane p, row r, k within the plane c.
+// strip s, tile t, block b, half h, row group ng, core matrix c, row r,
+// position j (matmul_tiles.h).
 __global__ void pack_kernel(const bf16* __restrict__ w, int64_t ld, int64_t n, int64_t k, int64_t tiles,
                             bf16* __restrict__ out, int64_t total) {
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t per_strip = tiles * kStripRows * kStripTileK;
     const int64_t s = e / per_strip, in_strip = e % per_strip;
-    const int64_t t = in_strip / (kStripRows * kStripTileK), in_tile = in_strip % (kStripRows * kStripTileK);
-    const int64_t plane_elems = kStripRows * (kStripTileK / 2);
-    const int64_t p = in_tile / plane_elems, r = in_tile % plane_elems / (kStripTileK / 2),
-                  c = in_tile % (kStripTileK / 2);
-    const int64_t row = s * kStripRows + r, col = t * kStripTileK + p * (kStripTileK / 2) + c;
+    const int64_t t = in_strip / (kStripRows * kStripTileK);
+    const int in_tile = static_cast<int>(in_strip % (kStripRows * kStripTileK));
+    const int b = in_tile / (kStripRows * 32), h = in_tile / (kStripRows * 16) % 2;
+    const int ng = in_tile / 128 % 16, c = in_tile / 64 % 2, r = in_tile / 8 % 8, j = in_tile % 8;
+    const int64_t row = s * kStripRows + ng * 8 + r;
+    const int64_t col = t * kStripTileK + b * 32 + gemm::chain_k(h, 8 * c + j);
     out[e] = row < n && col < k ? w[row * ld + col] : __float2bfloat16_rn(0.f);
   }
 }

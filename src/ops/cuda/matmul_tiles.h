@@ -1,14 +1,18 @@
 #pragma once
 // The weight layout the CUDA matmul streams (Layout::MatmulTiles). The
 // weight is cut into strips of 128 rows (one output tile's columns), each
-// strip into 64-k tiles in k order, each tile into two planes of 128 rows x
-// 32 k (64 bytes a row): the bytes of one tile are exactly what a pipeline
-// stage holds in shared memory (gemm_tiles.cu), so a stage is one contiguous
-// 16 KB read. Row-major, the same stage is 128 pieces of 128 bytes, one from
-// each of 128 rows, and DRAM serves such scattered pieces well below its
-// streaming rate (H100, bench/gemm_proto.sh: the decode step's GEMMs went
-// from 0.83 to 0.87-0.89 of their bandwidth floor, the step from 7.11 to
-// 6.47 ms). Zeros pad the rows to a whole strip and k to a
+// strip into 64-k tiles in k order, each tile into its two 32-k chain blocks
+// (gemm_invariant.cuh), each block into its two mmas' 16 k's (halves); a
+// half is 16 groups of 8 rows, each two 8 x 8 core matrices (128 bytes: 8
+// rows of 8 k's, in the chain's order, gemm::chain_k). So a pipeline
+// stage's w tile is one contiguous 16 KB read (8 KB for 32-k stages), and a
+// half is what one ldmatrix.x4 per 8 rows (gemm_tiles.cu) or one wgmma's B
+// descriptor (core matrices 128 bytes apart along k, 256 along n;
+// gemm_wgmma.cu) reads. Row-major, the same stage is 128 pieces of 128
+// bytes, one from each of 128 rows, and DRAM serves such scattered pieces
+// well below its streaming rate (H100, bench/gemm_proto.sh: the decode
+// step's GEMMs went from 0.83 to 0.87-0.89 of their bandwidth floor, the
+// step from 7.11 to 6.47 ms). Zeros pad the rows to a whole strip and k to a
 // whole tile; the products are the same bits as from the row-major weight.
 #include <cuda_runtime_api.h>
 
