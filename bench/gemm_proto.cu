@@ -321,7 +321,8 @@ void blas_gemm(cublasHandle_t h, const Tensor& x, const Tensor& w, const Tensor&
 
 // ---- bench: M = 1..128 per shape, weight copies rotated so that they never sit in L2.
 void bench(Matmul& mm, Peers& p, double bw, bool prefill_only) {
-  const std::vector<int> ms = prefill_only ? std::vector<int>{2048} : std::vector<int>{1, 2, 4, 8, 16, 32, 64, 128};
+  const std::vector<int> ms =
+      prefill_only ? std::vector<int>{2048} : std::vector<int>{1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
   if (prefill_only)
     std::printf("## prefill M=2048: TFLOP/s (ours default on the tiled weight, ours row-major, ours r64 tiled, "
                 "cuBLASLt one-algo path, cuBLAS own choice)\n");
@@ -380,10 +381,13 @@ void bench(Matmul& mm, Peers& p, double bw, bool prefill_only) {
                     t_ours, flops / t_ours / 1e6, flops / t_rows / 1e6, flops / t64 / 1e6, flops / t_lt / 1e6,
                     flops / t_blas / 1e6, t_lt / t_ours);
       } else {
-        std::printf("| %-8s | %4d | %-9s | %7.1f | %4.0f%% | %7.1f | %4.0f%% | %7.1f | %4.0f%% | %7.1f | %4.0f%% |\n", s.name, m,
-                    (std::string(tile_name(ch.tile)) + (ch.split ? "/split" : "")).c_str(), t_ours,
+        // The 128-row tile forced (wgmma on the tiled weight), with the split the default would use.
+        const Matmul::Choice r128{GemmTile::Rows128, mm.choose(std::max(m, 65), s.n, s.k).split};
+        const double t_128 = time_us([&](int i) { mm.run(X, W(i), nullptr, Y, 0, &r128); }, inner);
+        std::printf("| %-8s | %4d | %-9s | %7.1f | %4.0f%% | %7.1f | %4.0f%% | %7.1f | %4.0f%% | %7.1f | %4.0f%% | r128 %7.1f |\n",
+                    s.name, m, (std::string(tile_name(ch.tile)) + (ch.split ? "/split" : "")).c_str(), t_ours,
                     100 * bytes / (t_ours * 1e-6) / bw, t_rows, 100 * bytes / (t_rows * 1e-6) / bw, t_lt,
-                    100 * bytes / (t_lt * 1e-6) / bw, t_blas, 100 * bytes / (t_blas * 1e-6) / bw);
+                    100 * bytes / (t_lt * 1e-6) / bw, t_blas, 100 * bytes / (t_blas * 1e-6) / bw, t_128);
         if (m == 1 || m == 16) {
           const int idx = m == 1 ? 0 : 1;
           const std::string nm = s.name;
@@ -480,8 +484,10 @@ void profile(Matmul& mm) {
     void* y = dalloc(size_t(p.m) * s.n * 4);
     fill(x, size_t(p.m) * s.k, 41, -1.f, 1.f);
     fill(w, size_t(s.n) * s.k, 42, -0.03f, 0.03f);
-    const Tensor X = view(x, DType::BF16, p.m, s.k, s.k), W = view(w, DType::BF16, s.n, s.k, s.k),
-                 Y = view(y, s.f32 ? DType::F32 : DType::BF16, p.m, s.n, s.n);
+    bf16* t = tiled_copy(w, s);  // the models' layout
+    Tensor W = view(t, DType::BF16, s.n, s.k, s.k);
+    W.layout = Layout::MatmulTiles;
+    const Tensor X = view(x, DType::BF16, p.m, s.k, s.k), Y = view(y, s.f32 ? DType::F32 : DType::BF16, p.m, s.n, s.n);
     for (int i = 0; i < 3; ++i) mm.run(X, W, nullptr, Y, 0);
     CK(cudaDeviceSynchronize());
     CK(cudaProfilerStart());
@@ -489,7 +495,7 @@ void profile(Matmul& mm) {
     CK(cudaDeviceSynchronize());
     CK(cudaProfilerStop());
     std::printf("profiled %s m=%d\n", s.name, p.m);
-    for (void* q : {static_cast<void*>(x), static_cast<void*>(w), y}) CK(cudaFree(q));
+    for (void* q : {static_cast<void*>(x), static_cast<void*>(w), static_cast<void*>(t), y}) CK(cudaFree(q));
   }
 }
 

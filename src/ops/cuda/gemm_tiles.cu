@@ -52,6 +52,12 @@ using bf16 = __nv_bfloat16;
 #ifndef FD_GEMM_WGMMA
 #define FD_GEMM_WGMMA 1
 #endif
+#ifndef FD_GEMM_WG_M
+#define FD_GEMM_WG_M 128
+#endif
+#ifndef FD_GEMM_WG_OVERLAP
+#define FD_GEMM_WG_OVERLAP 0
+#endif
 #ifndef FD_GEMM_PDL
 #define FD_GEMM_PDL 1
 #endif
@@ -104,8 +110,8 @@ struct ShapeOf<GemmTile::Rows64> : Shape<64, 128, 2, 4, 3> {};
 template <>
 struct ShapeOf<GemmTile::Rows128>
     : Shape<128, 128, 2, FD_GEMM_R128_WN, FD_GEMM_R128_STAGES, FD_GEMM_R128_BK, FD_GEMM_R128_MINB> {};
-// Rows128 on a tiled weight: two warpgroups.
-using WgmmaRows128 = Shape<128, 128, 8, 1, FD_GEMM_WG_STAGES, 64, 1, true>;
+// Rows128 on a tiled weight: FD_GEMM_WG_M / 64 warpgroups.
+using WgmmaRows128 = Shape<FD_GEMM_WG_M, 128, FD_GEMM_WG_M / 16, 1, FD_GEMM_WG_STAGES, 64, 1, true>;
 
 // How a block covers K: all of it as one slice, all slices folded in turn,
 // or one slice (blockIdx.y) as a member of a cluster that folds together.
@@ -189,10 +195,10 @@ __device__ __forceinline__ void wgmma_n128(float (&d)[64], uint32_t a0, uint32_t
 template <int ELEMS, int THREADS>
 __device__ __forceinline__ void load_tile(uint32_t dst, const bf16* src, int tid) {
   constexpr int kChunks = ELEMS / 8;
-  static_assert(kChunks % THREADS == 0, "a stage's pieces must divide among the threads");
 #pragma unroll
-  for (int j = 0; j < kChunks / THREADS; ++j) {
+  for (int j = 0; j < (kChunks + THREADS - 1) / THREADS; ++j) {
     const int i = tid + j * THREADS;
+    if (kChunks % THREADS != 0 && i >= kChunks) break;
     cp_async16(dst + static_cast<uint32_t>(i * 16), src + i * 8, 16);
   }
 }
@@ -254,12 +260,28 @@ __global__ void __launch_bounds__(S::kThreads, S::MIN_BLOCKS) gemm_kernel(const 
   float* total = reinterpret_cast<float*>(smem + S::kSmemBytes) + tid;  // Folded mode only
   const auto total_at = [&](int i, int j, int e) -> float& { return total[((i * S::NT + j) * 4 + e) * S::kThreads]; };
 
+  // Tiles loaded ahead of the one being multiplied. With wgmma overlapped
+  // across tiles, a stage is still being read while the next tile is
+  // multiplied, so one stage fewer is ahead.
+#if FD_HAVE_WGMMA
+  constexpr bool kOverlap = S::WGMMA && TILED && FD_GEMM_WG_OVERLAP;
+#else
+  constexpr bool kOverlap = false;
+#endif
+  constexpr int kAhead = kOverlap ? S::STAGES - 2 : S::STAGES - 1;
+  static_assert(kAhead >= 1, "too few stages");
+  const auto wgmma_drain = [] {
+#if FD_HAVE_WGMMA
+    if constexpr (kOverlap) asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#endif
+  };
+
   // The weight does not depend on the kernel before this one: its first
   // tiles are requested before waiting for that kernel (programmatic
   // dependent launch; a no-op without it), x's only after. Groups: one per
   // weight tile, then one with all prologue x tiles, then one per loop step.
 #pragma unroll
-  for (int s = 0; s < S::STAGES - 1; ++s) {
+  for (int s = 0; s < kAhead; ++s) {
     if (kt0 + s < kt1) load_w(s, kt0 + s);
     cp_async_commit();
   }
@@ -268,7 +290,7 @@ __global__ void __launch_bounds__(S::kThreads, S::MIN_BLOCKS) gemm_kernel(const 
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
 #pragma unroll
-  for (int s = 0; s < S::STAGES - 1; ++s)
+  for (int s = 0; s < kAhead; ++s)
     if (kt0 + s < kt1) load_x(s, kt0 + s);
   cp_async_commit();
   bool first_slice = true;
@@ -277,16 +299,16 @@ __global__ void __launch_bounds__(S::kThreads, S::MIN_BLOCKS) gemm_kernel(const 
     if (i == 0)
       cp_async_wait<0>();  // the prologue's x group came last
     else
-      cp_async_wait<S::STAGES - 2>();
+      cp_async_wait<kAhead - 1>();
 #if FD_HAVE_WGMMA
     // cp.async wrote the stage through the generic proxy and wgmma reads it
     // through the async one: each thread fences its own copies before all meet.
     if constexpr (S::WGMMA && TILED) asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 #endif
-    __syncthreads();  // tile kt landed for everyone; stage (i - 1) is free again
-    if (kt + S::STAGES - 1 < kt1) {
-      load_x((i + S::STAGES - 1) % S::STAGES, kt + S::STAGES - 1);
-      load_w((i + S::STAGES - 1) % S::STAGES, kt + S::STAGES - 1);
+    __syncthreads();  // tile kt landed for everyone; stage (i + kAhead) % STAGES is free again
+    if (kt + kAhead < kt1) {
+      load_x((i + kAhead) % S::STAGES, kt + kAhead);
+      load_w((i + kAhead) % S::STAGES, kt + kAhead);
     }
     cp_async_commit();
 
@@ -307,7 +329,10 @@ __global__ void __launch_bounds__(S::kThreads, S::MIN_BLOCKS) gemm_kernel(const 
         wgmma_n128(d, a_lo.z, a_hi.z, a_lo.w, a_hi.w, wgmma_desc(sw_addr + b * (S::BN * 64) + S::BN * 32));
       }
       asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-      asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+      if constexpr (kOverlap)
+        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");  // the tile before is done
+      else
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     } else
 #endif
 #pragma unroll
@@ -341,6 +366,7 @@ __global__ void __launch_bounds__(S::kThreads, S::MIN_BLOCKS) gemm_kernel(const 
 
     if constexpr (MODE == Mode::Folded) {
       if ((kt + 1) % per_slice == 0 || kt + 1 == kt1) {  // a slice ends: fold it, restart from +0
+        wgmma_drain();
 #pragma unroll
         for (int i2 = 0; i2 < S::MT; ++i2)
 #pragma unroll
@@ -361,6 +387,7 @@ __global__ void __launch_bounds__(S::kThreads, S::MIN_BLOCKS) gemm_kernel(const 
   const auto col_of = [&](int j, int e) { return n0 + wn * S::kWarpCols + j * 8 + 2 * q + (e & 1); };
   Y* y = static_cast<Y*>(a.y);
 
+  wgmma_drain();
   if constexpr (MODE != Mode::Split) {
 #pragma unroll
     for (int i2 = 0; i2 < S::MT; ++i2)
