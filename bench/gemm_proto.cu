@@ -322,7 +322,7 @@ void blas_gemm(cublasHandle_t h, const Tensor& x, const Tensor& w, const Tensor&
 // ---- bench: M = 1..128 per shape, weight copies rotated so that they never sit in L2.
 void bench(Matmul& mm, Peers& p, double bw, bool prefill_only) {
   const std::vector<int> ms =
-      prefill_only ? std::vector<int>{2048} : std::vector<int>{1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
+      prefill_only ? std::vector<int>{2048} : std::vector<int>{1, 16, 32, 64, 96, 128, 256, 512};
   if (prefill_only)
     std::printf("## prefill M=2048: TFLOP/s (ours default on the tiled weight, ours row-major, ours r64 tiled, "
                 "cuBLASLt one-algo path, cuBLAS own choice)\n");
@@ -381,13 +381,19 @@ void bench(Matmul& mm, Peers& p, double bw, bool prefill_only) {
                     t_ours, flops / t_ours / 1e6, flops / t_rows / 1e6, flops / t64 / 1e6, flops / t_lt / 1e6,
                     flops / t_blas / 1e6, t_lt / t_ours);
       } else {
-        // The 128-row tile forced (wgmma on the tiled weight), with the split the default would use.
-        const Matmul::Choice r128{GemmTile::Rows128, mm.choose(std::max(m, 65), s.n, s.k).split};
-        const double t_128 = time_us([&](int i) { mm.run(X, W(i), nullptr, Y, 0, &r128); }, inner);
-        std::printf("| %-8s | %4d | %-9s | %7.1f | %4.0f%% | %7.1f | %4.0f%% | %7.1f | %4.0f%% | %7.1f | %4.0f%% | r128 %7.1f |\n",
+        // Other tiles forced on the tiled weight: 128 rows (wgmma) and 64 rows, split or not.
+        double t_forced[2][2];
+        for (int t = 0; t < 2; ++t)
+          for (int sp = 0; sp < 2; ++sp) {
+            const Matmul::Choice f{t ? GemmTile::Rows64 : GemmTile::Rows128, sp == 1};
+            t_forced[t][sp] = time_us([&](int i) { mm.run(X, W(i), nullptr, Y, 0, &f); }, inner);
+          }
+        std::printf("| %-8s | %4d | %-9s | %7.1f | %4.0f%% | %7.1f | %4.0f%% | %7.1f | %4.0f%% | %7.1f | %4.0f%% | "
+                    "r128 %7.1f split %7.1f | r64 %7.1f split %7.1f |\n",
                     s.name, m, (std::string(tile_name(ch.tile)) + (ch.split ? "/split" : "")).c_str(), t_ours,
                     100 * bytes / (t_ours * 1e-6) / bw, t_rows, 100 * bytes / (t_rows * 1e-6) / bw, t_lt,
-                    100 * bytes / (t_lt * 1e-6) / bw, t_blas, 100 * bytes / (t_blas * 1e-6) / bw, t_128);
+                    100 * bytes / (t_lt * 1e-6) / bw, t_blas, 100 * bytes / (t_blas * 1e-6) / bw, t_forced[0][0],
+                    t_forced[0][1], t_forced[1][0], t_forced[1][1]);
         if (m == 1 || m == 16) {
           const int idx = m == 1 ? 0 : 1;
           const std::string nm = s.name;

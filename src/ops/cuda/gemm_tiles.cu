@@ -55,9 +55,6 @@ using bf16 = __nv_bfloat16;
 #ifndef FD_GEMM_WG_M
 #define FD_GEMM_WG_M 128
 #endif
-#ifndef FD_GEMM_WG_OVERLAP
-#define FD_GEMM_WG_OVERLAP 0
-#endif
 #ifndef FD_GEMM_PDL
 #define FD_GEMM_PDL 1
 #endif
@@ -260,21 +257,10 @@ __global__ void __launch_bounds__(S::kThreads, S::MIN_BLOCKS) gemm_kernel(const 
   float* total = reinterpret_cast<float*>(smem + S::kSmemBytes) + tid;  // Folded mode only
   const auto total_at = [&](int i, int j, int e) -> float& { return total[((i * S::NT + j) * 4 + e) * S::kThreads]; };
 
-  // Tiles loaded ahead of the one being multiplied. With wgmma overlapped
-  // across tiles, a stage is still being read while the next tile is
-  // multiplied, so one stage fewer is ahead.
-#if FD_HAVE_WGMMA
-  constexpr bool kOverlap = S::WGMMA && TILED && FD_GEMM_WG_OVERLAP;
-#else
-  constexpr bool kOverlap = false;
-#endif
-  constexpr int kAhead = kOverlap ? S::STAGES - 2 : S::STAGES - 1;
-  static_assert(kAhead >= 1, "too few stages");
-  const auto wgmma_drain = [] {
-#if FD_HAVE_WGMMA
-    if constexpr (kOverlap) asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-#endif
-  };
+  // Tiles loaded ahead of the one being multiplied. (Keeping one wgmma
+  // group in flight across tiles, with a stage fewer ahead, measured no
+  // faster: bench/gemm_notes.md.)
+  constexpr int kAhead = S::STAGES - 1;
 
   // The weight does not depend on the kernel before this one: its first
   // tiles are requested before waiting for that kernel (programmatic
@@ -329,10 +315,7 @@ __global__ void __launch_bounds__(S::kThreads, S::MIN_BLOCKS) gemm_kernel(const 
         wgmma_n128(d, a_lo.z, a_hi.z, a_lo.w, a_hi.w, wgmma_desc(sw_addr + b * (S::BN * 64) + S::BN * 32));
       }
       asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-      if constexpr (kOverlap)
-        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");  // the tile before is done
-      else
-        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+      asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     } else
 #endif
 #pragma unroll
@@ -366,7 +349,6 @@ __global__ void __launch_bounds__(S::kThreads, S::MIN_BLOCKS) gemm_kernel(const 
 
     if constexpr (MODE == Mode::Folded) {
       if ((kt + 1) % per_slice == 0 || kt + 1 == kt1) {  // a slice ends: fold it, restart from +0
-        wgmma_drain();
 #pragma unroll
         for (int i2 = 0; i2 < S::MT; ++i2)
 #pragma unroll
@@ -387,7 +369,6 @@ __global__ void __launch_bounds__(S::kThreads, S::MIN_BLOCKS) gemm_kernel(const 
   const auto col_of = [&](int j, int e) { return n0 + wn * S::kWarpCols + j * 8 + 2 * q + (e & 1); };
   Y* y = static_cast<Y*>(a.y);
 
-  wgmma_drain();
   if constexpr (MODE != Mode::Split) {
 #pragma unroll
     for (int i2 = 0; i2 < S::MT; ++i2)

@@ -35,8 +35,23 @@ Matmul::Choice Matmul::choose(int64_t m, int64_t n, int64_t k) const {
   Choice c;
   c.tile = m <= 16 ? GemmTile::Rows16 : m <= 32 ? GemmTile::Rows32 : m <= 64 ? GemmTile::Rows64 : GemmTile::Rows128;
   const int64_t tiles = ceil_div(m, gemm_tile_rows(c.tile)) * ceil_div(n, gemm_tile_cols(c.tile));
-  // Too few tiles to give every multiprocessor ~1.5 blocks: one block per slice.
-  c.split = 2 * tiles < 3 * static_cast<int64_t>(sms_) && ceil_div(k, slice(n, k)) > 1;
+  const int64_t sms = sms_, slices = ceil_div(k, slice(n, k));
+  if (c.tile != GemmTile::Rows128) {
+    // Too few tiles to give every multiprocessor ~1.5 blocks: one block per slice.
+    c.split = 2 * tiles < 3 * sms && slices > 1;
+  } else {
+    // The 128-row tile runs one block a multiprocessor: compare waves of
+    // blocks, each costing its k tiles plus a fixed kRamp (start-up, the
+    // fold), split or not. kRamp fitted on H100 (bench/gemm_proto.sh bench,
+    // 96-512 rows, every Qwen3-8B shape: it picks the faster of the two
+    // everywhere, e.g. o at 512 rows unsplit 65 us against 118 split, down
+    // at 256 rows split 127 against 157).
+    constexpr int64_t kRamp = 14;
+    const int64_t k_tiles = ceil_div(k, 64), slice_tiles = ceil_div(slice(n, k), 64);
+    const int64_t whole = ceil_div(tiles, sms) * (k_tiles + kRamp);
+    const int64_t split = ceil_div(tiles * slices, sms) * (slice_tiles + kRamp);
+    c.split = slices > 1 && split < whole;
+  }
   return c;
 }
 
