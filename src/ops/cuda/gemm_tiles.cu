@@ -47,13 +47,16 @@ using bf16 = __nv_bfloat16;
 #define FD_GEMM_R128_MINB 2
 #endif
 #ifndef FD_GEMM_WG_STAGES
-#define FD_GEMM_WG_STAGES 4
+#define FD_GEMM_WG_STAGES 5
 #endif
 #ifndef FD_GEMM_WGMMA
 #define FD_GEMM_WGMMA 1
 #endif
 #ifndef FD_GEMM_WG_M
 #define FD_GEMM_WG_M 128
+#endif
+#ifndef FD_GEMM_WG_PRODUCER
+#define FD_GEMM_WG_PRODUCER 1
 #endif
 #ifndef FD_GEMM_PDL
 #define FD_GEMM_PDL 1
@@ -62,21 +65,26 @@ using bf16 = __nv_bfloat16;
 #define FD_GEMM_L2_PREFETCH ".L2::256B"
 #endif
 
+constexpr int kProducerThreads = 128;
+
 // BM x BN output tile per block, WM x WN warps, STAGES tiles of BK k's in
 // flight (BK 32 or 64: slices, multiples of 64, are whole tiles either way),
 // MIN_BLOCKS per multiprocessor asked of the register allocator.
 // WGMMA: each 4 warps along M are one warpgroup that multiplies its 64 rows
 // by the whole w tile with wgmma (tiled weights on sm_90a; the same bits as
 // the mma.sync chain, gemm_invariant.cuh), which needs WN = 1, 16 rows a warp.
-template <int BM_, int BN_, int WM_, int WN_, int STAGES_, int BK_ = kTileK, int MIN_BLOCKS_ = 1, bool WGMMA_ = false>
+// PRODUCER: one more warpgroup only loads (a tiled weight's stages).
+template <int BM_, int BN_, int WM_, int WN_, int STAGES_, int BK_ = kTileK, int MIN_BLOCKS_ = 1, bool WGMMA_ = false,
+          bool PRODUCER_ = false>
 struct Shape {
   static constexpr int BM = BM_, BN = BN_, WM = WM_, WN = WN_, STAGES = STAGES_, BK = BK_;
   static constexpr int MIN_BLOCKS = MIN_BLOCKS_;
-  static constexpr bool WGMMA = WGMMA_;
+  static constexpr bool WGMMA = WGMMA_, PRODUCER = PRODUCER_;
   static_assert(BK % kBlockK == 0 && kTileK % BK == 0, "slices must be whole tiles");
   static_assert(BN == kStripRows && kTileK == kStripTileK && kBlockK * 2 == kStripTileK,
                 "a stage's w tile must be a whole piece of a tiled weight's strip (matmul_tiles.h)");
-  static constexpr int kThreads = WM * WN * 32;
+  static constexpr int kThreads = WM * WN * 32;  // the threads that multiply
+  static constexpr int kBlockThreads = kThreads + (PRODUCER ? kProducerThreads : 0);
   static constexpr int kWarpRows = BM / WM, kWarpCols = BN / WN;
   static constexpr int MT = kWarpRows / 16, NT = kWarpCols / 8;  // mma tiles per warp
   // A stage: x tile then w tile, each as two planes (the tile's two chain
@@ -92,8 +100,12 @@ struct Shape {
   // Split mode's partial tile, in the stages' memory once the pipeline is done.
   static constexpr int kPartialLd = BN + 4;
   static constexpr int kSplitSmemBytes = BM * kPartialLd * 4 > kSmemBytes ? BM * kPartialLd * 4 : kSmemBytes;
+  // The producer's stage barriers ("full", "empty"), past everything else.
+  static constexpr int kBarrierOffset = kSmemBytes + kTotalBytes;
+  static constexpr int kBarrierBytes = PRODUCER ? 2 * STAGES * 8 : 0;
   static_assert(MT >= 1 && NT >= 1 && kWarpRows % 16 == 0 && kWarpCols % 8 == 0, "bad warp tile");
   static_assert(!WGMMA || (WN == 1 && MT == 1 && WM % 4 == 0 && BN == 128), "a warpgroup takes 64 rows x 128 columns");
+  static_assert(!PRODUCER || WGMMA, "the producer feeds wgmma shapes");
 };
 
 template <GemmTile>
@@ -107,8 +119,8 @@ struct ShapeOf<GemmTile::Rows64> : Shape<64, 128, 2, 4, 3> {};
 template <>
 struct ShapeOf<GemmTile::Rows128>
     : Shape<128, 128, 2, FD_GEMM_R128_WN, FD_GEMM_R128_STAGES, FD_GEMM_R128_BK, FD_GEMM_R128_MINB> {};
-// Rows128 on a tiled weight: FD_GEMM_WG_M / 64 warpgroups.
-using WgmmaRows128 = Shape<FD_GEMM_WG_M, 128, FD_GEMM_WG_M / 16, 1, FD_GEMM_WG_STAGES, 64, 1, true>;
+// Rows128 on a tiled weight: FD_GEMM_WG_M / 64 warpgroups, and a producer.
+using WgmmaRows128 = Shape<FD_GEMM_WG_M, 128, FD_GEMM_WG_M / 16, 1, FD_GEMM_WG_STAGES, 64, 1, true, FD_GEMM_WG_PRODUCER>;
 
 // How a block covers K: all of it as one slice, all slices folded in turn,
 // or one slice (blockIdx.y) as a member of a cluster that folds together.
@@ -187,6 +199,42 @@ __device__ __forceinline__ void wgmma_n128(float (&d)[64], uint32_t a0, uint32_t
 #define FD_HAVE_WGMMA 0
 #endif
 
+// mbarriers (shared memory, this CTA) and bulk copies, for the producer.
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void mbar_init(uint64_t* bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+}
+// An arrival that also expects `bytes` of bulk copies to land.
+__device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes)
+               : "memory");
+}
+// An arrival once this thread's cp.async copies so far have landed.
+__device__ __forceinline__ void cp_async_mbar_arrive(uint64_t* bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, int parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "wait:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra wait;\n"
+      "}\n" ::"r"(smem_addr(bar)),
+      "r"(parity)
+      : "memory");
+}
+__device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_t bytes, uint64_t* bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+               "l"(src), "r"(bytes), "r"(smem_addr(bar))
+               : "memory");
+}
+
 // One stage's w tile from a tiled weight (matmul_tiles.h): `src` holds the
 // stage's bytes in shared-memory order already, so thread i copies piece i.
 template <int ELEMS, int THREADS>
@@ -213,7 +261,7 @@ __device__ __forceinline__ void tile_of(int id, int m_tiles, int n_tiles, int& m
 // TILED: w is a tiled weight (a.w_tiles), read by ldmatrix from its core
 // matrices; else row-major, in planes.
 template <class S, class Y, Mode MODE, bool TILED>
-__global__ void __launch_bounds__(S::kThreads, S::MIN_BLOCKS) gemm_kernel(const GemmArgs a) {
+__global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(const GemmArgs a) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, q = lane & 3;
@@ -257,53 +305,20 @@ __global__ void __launch_bounds__(S::kThreads, S::MIN_BLOCKS) gemm_kernel(const 
   float* total = reinterpret_cast<float*>(smem + S::kSmemBytes) + tid;  // Folded mode only
   const auto total_at = [&](int i, int j, int e) -> float& { return total[((i * S::NT + j) * 4 + e) * S::kThreads]; };
 
-  // Tiles loaded ahead of the one being multiplied. (Keeping one wgmma
-  // group in flight across tiles, with a stage fewer ahead, measured no
-  // faster: bench/gemm_notes.md.)
-  constexpr int kAhead = S::STAGES - 1;
-
-  // The weight does not depend on the kernel before this one: its first
-  // tiles are requested before waiting for that kernel (programmatic
-  // dependent launch; a no-op without it), x's only after. Groups: one per
-  // weight tile, then one with all prologue x tiles, then one per loop step.
-#pragma unroll
-  for (int s = 0; s < kAhead; ++s) {
-    if (kt0 + s < kt1) load_w(s, kt0 + s);
-    cp_async_commit();
-  }
-#if FD_GEMM_PDL
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-#pragma unroll
-  for (int s = 0; s < kAhead; ++s)
-    if (kt0 + s < kt1) load_x(s, kt0 + s);
-  cp_async_commit();
-  bool first_slice = true;
-  for (int kt = kt0; kt < kt1; ++kt) {
-    const int i = kt - kt0;
-    if (i == 0)
-      cp_async_wait<0>();  // the prologue's x group came last
-    else
-      cp_async_wait<kAhead - 1>();
-#if FD_HAVE_WGMMA
-    // cp.async wrote the stage through the generic proxy and wgmma reads it
-    // through the async one: each thread fences its own copies before all meet.
-    if constexpr (S::WGMMA && TILED) asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-#endif
-    __syncthreads();  // tile kt landed for everyone; stage (i + kAhead) % STAGES is free again
-    if (kt + kAhead < kt1) {
-      load_x((i + kAhead) % S::STAGES, kt + kAhead);
-      load_w((i + kAhead) % S::STAGES, kt + kAhead);
-    }
-    cp_async_commit();
-
-    const unsigned char* sx = smem + (i % S::STAGES) * S::kStageBytes;
+  // One stage's tile into the accumulators: wgmma (a warpgroup's 64 rows by
+  // the whole w tile) or the mma.sync chain.
+  const auto multiply = [&](int stage, int kt) {
+    const unsigned char* sx = smem + stage * S::kStageBytes;
     const unsigned char* sw = sx + S::kXBytes;
+    const uint32_t sw_addr = base + stage * S::kStageBytes + S::kXBytes;
 #if FD_HAVE_WGMMA
-    if constexpr (S::WGMMA && TILED) {
+    constexpr bool kWgmma = S::WGMMA && TILED;
+#else
+    constexpr bool kWgmma = false;  // this device pass has no wgmma: the chain by mma.sync, same bits
+#endif
+    if constexpr (kWgmma) {
+#if FD_HAVE_WGMMA
       float(&d)[S::NT * 4] = reinterpret_cast<float(&)[S::NT * 4]>(acc[0]);
-      const uint32_t sw_addr = base + (i % S::STAGES) * S::kStageBytes + S::kXBytes;
       asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
       for (int b = 0; b < S::BK / kBlockK; ++b) {
@@ -316,8 +331,8 @@ __global__ void __launch_bounds__(S::kThreads, S::MIN_BLOCKS) gemm_kernel(const 
       }
       asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
       asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-    } else
 #endif
+    } else {
 #pragma unroll
     for (int b = 0; b < S::BK / kBlockK; ++b) {
       if (kt * S::BK + b * kBlockK >= K) break;  // blocks past K are not in the chain
@@ -334,7 +349,7 @@ __global__ void __launch_bounds__(S::kThreads, S::MIN_BLOCKS) gemm_kernel(const 
           // Block b of the stage, row group c / 8: matrices (half 0, core 0),
           // (0, 1), (1, 0), (1, 1) give b0, b1 of the first mma, then of the second.
           const int c = wn * S::kWarpCols + j * 8;
-          bw[j] = ldmatrix_x4(base + (i % S::STAGES) * S::kStageBytes + S::kXBytes + b * (S::BN * 64) + (lane >> 4) * (S::BN * 32) + c * 32 +
+          bw[j] = ldmatrix_x4(sw_addr + b * (S::BN * 64) + (lane >> 4) * (S::BN * 32) + c * 32 +
                               ((lane >> 3) & 1) * 128 + (lane & 7) * 16);
         } else {
           const int c = wn * S::kWarpCols + j * 8 + g;
@@ -346,7 +361,10 @@ __global__ void __launch_bounds__(S::kThreads, S::MIN_BLOCKS) gemm_kernel(const 
 #pragma unroll
         for (int j = 0; j < S::NT; ++j) gemm::mma_block32(acc[i2][j], a_lo[i2], a_hi[i2], bw[j]);
     }
-
+    }
+  };
+  bool first_slice = true;
+  const auto fold_slice = [&](int kt) {
     if constexpr (MODE == Mode::Folded) {
       if ((kt + 1) % per_slice == 0 || kt + 1 == kt1) {  // a slice ends: fold it, restart from +0
 #pragma unroll
@@ -362,6 +380,100 @@ __global__ void __launch_bounds__(S::kThreads, S::MIN_BLOCKS) gemm_kernel(const 
         first_slice = false;
       }
     }
+  };
+
+  if constexpr (S::PRODUCER && TILED) {
+    // A producer warpgroup fills the stages (w by one bulk copy, x by
+    // cp.async), each stage's "full" barrier completing when both landed;
+    // the consumers multiply and release the stage on its "empty" barrier.
+    // No block-wide barrier in the loop.
+    uint64_t* full = reinterpret_cast<uint64_t*>(smem + S::kBarrierOffset);
+    uint64_t* empty = full + S::STAGES;
+    if (tid == 0) {
+      for (int st = 0; st < S::STAGES; ++st) {
+        mbar_init(&full[st], kProducerThreads + 1);  // every producer's cp.async, plus the bulk copy's expect_tx
+        mbar_init(&empty[st], S::WM * S::WN);      // every consumer warp
+      }
+      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    const int n = kt1 - kt0;
+    if (warp >= S::WM * S::WN) {
+      const int ptid = tid - S::kThreads;
+      constexpr uint32_t kWBytes = S::BN * S::BK * 2;
+      const auto load_w_bulk = [&](int i) {
+        const int st = i % S::STAGES;
+        mbar_expect_tx(&full[st], kWBytes);
+        bulk_copy(base + st * S::kStageBytes + S::kXBytes, w + static_cast<int64_t>(kt0 + i) * S::BN * S::BK, kWBytes,
+                  &full[st]);
+      };
+      // The weight does not depend on the kernel before this one (see below).
+      if (ptid == 0)
+        for (int i = 0; i < min(n, S::STAGES); ++i) load_w_bulk(i);
+#if FD_GEMM_PDL
+      asm volatile("griddepcontrol.wait;\n" ::: "memory");
+      asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+      for (int i = 0; i < n; ++i) {
+        const int st = i % S::STAGES;
+        if (i >= S::STAGES) {
+          mbar_wait(&empty[st], ((i / S::STAGES) - 1) & 1);
+          if (ptid == 0) load_w_bulk(i);
+        }
+        load_rows<S::BM, kProducerThreads, S::BK>(base + st * S::kStageBytes, x, a.ldx, x_rows, (kt0 + i) * S::BK, K,
+                                                   ptid);
+        cp_async_mbar_arrive(&full[st]);
+      }
+    } else {
+      for (int i = 0; i < n; ++i) {
+        const int st = i % S::STAGES;
+        mbar_wait(&full[st], (i / S::STAGES) & 1);
+        multiply(st, kt0 + i);
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&empty[st]);
+        fold_slice(kt0 + i);
+      }
+    }
+  } else {
+    // Every thread loads and multiplies, a block barrier per tile. The weight
+    // does not depend on the kernel before this one: its first tiles are
+    // requested before waiting for that kernel (programmatic dependent
+    // launch; a no-op without it), x's only after. Groups: one per weight
+    // tile, then one with all prologue x tiles, then one per loop step.
+    constexpr int kAhead = S::STAGES - 1;  // tiles loaded ahead of the one being multiplied
+#pragma unroll
+    for (int st = 0; st < kAhead; ++st) {
+      if (kt0 + st < kt1) load_w(st, kt0 + st);
+      cp_async_commit();
+    }
+#if FD_GEMM_PDL
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+#pragma unroll
+    for (int st = 0; st < kAhead; ++st)
+      if (kt0 + st < kt1) load_x(st, kt0 + st);
+    cp_async_commit();
+    for (int kt = kt0; kt < kt1; ++kt) {
+      const int i = kt - kt0;
+      if (i == 0)
+        cp_async_wait<0>();  // the prologue's x group came last
+      else
+        cp_async_wait<kAhead - 1>();
+#if FD_HAVE_WGMMA
+      // cp.async wrote the stage through the generic proxy and wgmma reads it
+      // through the async one: each thread fences its own copies before all meet.
+      if constexpr (S::WGMMA && TILED) asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+      __syncthreads();  // tile kt landed for everyone; stage (i + kAhead) % STAGES is free again
+      if (kt + kAhead < kt1) {
+        load_x((i + kAhead) % S::STAGES, kt + kAhead);
+        load_w((i + kAhead) % S::STAGES, kt + kAhead);
+      }
+      cp_async_commit();
+      multiply(i % S::STAGES, kt);
+      fold_slice(kt);
+    }
   }
 
   // Element (i2, j, e) of this thread's fragments sits at row m, column n.
@@ -369,7 +481,9 @@ __global__ void __launch_bounds__(S::kThreads, S::MIN_BLOCKS) gemm_kernel(const 
   const auto col_of = [&](int j, int e) { return n0 + wn * S::kWarpCols + j * 8 + 2 * q + (e & 1); };
   Y* y = static_cast<Y*>(a.y);
 
+  const bool holds = warp < S::WM * S::WN;  // not a producer
   if constexpr (MODE != Mode::Split) {
+    if (!holds) return;
 #pragma unroll
     for (int i2 = 0; i2 < S::MT; ++i2)
 #pragma unroll
@@ -391,13 +505,14 @@ __global__ void __launch_bounds__(S::kThreads, S::MIN_BLOCKS) gemm_kernel(const 
     cp_async_wait<0>();
     __syncthreads();  // the pipeline's stages are free: the partial goes there
     float* mine = reinterpret_cast<float*>(smem);
+    if (holds)
 #pragma unroll
-    for (int i2 = 0; i2 < S::MT; ++i2)
+      for (int i2 = 0; i2 < S::MT; ++i2)
 #pragma unroll
-      for (int j = 0; j < S::NT; ++j)
+        for (int j = 0; j < S::NT; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e)
-          mine[(row_of(i2, e) - m0) * S::kPartialLd + col_of(j, e) - n0] = acc[i2][j][e];
+          for (int e = 0; e < 4; ++e)
+            mine[(row_of(i2, e) - m0) * S::kPartialLd + col_of(j, e) - n0] = acc[i2][j][e];
     cluster.sync();
     const int slices = gridDim.y;
     const float* from[kMaxSlices];
@@ -405,7 +520,7 @@ __global__ void __launch_bounds__(S::kThreads, S::MIN_BLOCKS) gemm_kernel(const 
     for (int u = 0; u < kMaxSlices; ++u) from[u] = cluster.map_shared_rank(mine, u < slices ? u : 0);
     const int share = (S::BN + slices - 1) / slices, c0 = blockIdx.y * share;
     const int width = max(0, min(min(share, S::BN - c0), N - n0 - c0)), count = x_rows * width;
-    for (int e = tid; e < count; e += S::kThreads) {
+    for (int e = tid; e < count; e += S::kBlockThreads) {
       const int r = e / width, c = c0 + e % width, at = r * S::kPartialLd + c;
       float t[kMaxSlices];
 #pragma unroll
@@ -423,7 +538,8 @@ __global__ void __launch_bounds__(S::kThreads, S::MIN_BLOCKS) gemm_kernel(const 
 // The kernel's dynamic shared memory, opted in once per device (more than 48 KB needs it).
 template <class S, class Y, Mode MODE, bool TILED>
 int configure() {
-  const int smem = MODE == Mode::Folded ? S::kSmemBytes + S::kTotalBytes
+  const int smem = S::PRODUCER ? S::kBarrierOffset + S::kBarrierBytes
+                   : MODE == Mode::Folded ? S::kSmemBytes + S::kTotalBytes
                    : MODE == Mode::Split  ? S::kSplitSmemBytes
                                           : S::kSmemBytes;
   static std::atomic<uint64_t> configured{0};
@@ -446,7 +562,7 @@ void launch_mode(const GemmArgs& a, int slices, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(tiles), MODE == Mode::Split ? static_cast<unsigned>(slices) : 1u);
   cudaLaunchConfig_t config{};
   config.gridDim = grid;
-  config.blockDim = dim3(S::kThreads);
+  config.blockDim = dim3(S::kBlockThreads);
   config.dynamicSmemBytes = static_cast<size_t>(smem);
   config.stream = stream;
   cudaLaunchAttribute attrs[2]{};
