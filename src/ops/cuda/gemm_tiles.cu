@@ -5,8 +5,9 @@
 // streamer: 128 weight rows per block, 3 tiles in flight, split over slices
 // of K (one cluster of blocks per output tile) when the weight has too few
 // rows to fill the GPU. For many rows on a tiled weight, Rows128 runs as two
-// warpgroups issuing wgmma over the same chain (H100, M = 2048: 276-338
-// TFLOP/s against 200-242 with mma.sync; bench/gemm_proto.sh prefill).
+// warpgroups issuing wgmma over the same chain, fed by a third that only
+// loads (H100, M = 2048: 286-397 TFLOP/s against 200-242 with mma.sync;
+// bench/gemm_proto.sh prefill, bench/gemm_notes.md).
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -28,7 +29,8 @@ using bf16 = __nv_bfloat16;
 
 // Build-time knobs for tuning runs (bench/gemm_proto.sh); the defaults measured
 // best on an H100: Rows16's pipeline depth; Rows128's warps along n, depth, k's
-// per tile and blocks per multiprocessor; programmatic dependent launch; the
+// per tile and blocks per multiprocessor; the wgmma tile's depth, rows and
+// producer (FD_GEMM_WGMMA 0: no wgmma); programmatic dependent launch; the
 // L2 prefetch of weight copies (256 B: each weight row's next tile is on its
 // way with the current one). None of them changes a bit of the result.
 #ifndef FD_GEMM_STAGES
@@ -120,7 +122,8 @@ template <>
 struct ShapeOf<GemmTile::Rows128>
     : Shape<128, 128, 2, FD_GEMM_R128_WN, FD_GEMM_R128_STAGES, FD_GEMM_R128_BK, FD_GEMM_R128_MINB> {};
 // Rows128 on a tiled weight: FD_GEMM_WG_M / 64 warpgroups, and a producer.
-using WgmmaRows128 = Shape<FD_GEMM_WG_M, 128, FD_GEMM_WG_M / 16, 1, FD_GEMM_WG_STAGES, 64, 1, true, FD_GEMM_WG_PRODUCER>;
+using WgmmaRows128 =
+    Shape<FD_GEMM_WG_M, 128, FD_GEMM_WG_M / 16, 1, FD_GEMM_WG_STAGES, 64, 1, true, FD_GEMM_WG_PRODUCER>;
 
 // How a block covers K: all of it as one slice, all slices folded in turn,
 // or one slice (blockIdx.y) as a member of a cluster that folds together.
@@ -334,33 +337,33 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
 #endif
     } else {
 #pragma unroll
-    for (int b = 0; b < S::BK / kBlockK; ++b) {
-      if (kt * S::BK + b * kBlockK >= K) break;  // blocks past K are not in the chain
-      uint4 a_lo[S::MT], a_hi[S::MT], bw[S::NT];
+      for (int b = 0; b < S::BK / kBlockK; ++b) {
+        if (kt * S::BK + b * kBlockK >= K) break;  // blocks past K are not in the chain
+        uint4 a_lo[S::MT], a_hi[S::MT], bw[S::NT];
 #pragma unroll
-      for (int i2 = 0; i2 < S::MT; ++i2) {
-        const int r = wm * S::kWarpRows + i2 * 16 + g;
-        a_lo[i2] = *reinterpret_cast<const uint4*>(sx + ((b * S::BM + r) * 4 + q) * 16);
-        a_hi[i2] = *reinterpret_cast<const uint4*>(sx + ((b * S::BM + r + 8) * 4 + q) * 16);
-      }
-#pragma unroll
-      for (int j = 0; j < S::NT; ++j) {
-        if constexpr (TILED) {
-          // Block b of the stage, row group c / 8: matrices (half 0, core 0),
-          // (0, 1), (1, 0), (1, 1) give b0, b1 of the first mma, then of the second.
-          const int c = wn * S::kWarpCols + j * 8;
-          bw[j] = ldmatrix_x4(sw_addr + b * (S::BN * 64) + (lane >> 4) * (S::BN * 32) + c * 32 +
-                              ((lane >> 3) & 1) * 128 + (lane & 7) * 16);
-        } else {
-          const int c = wn * S::kWarpCols + j * 8 + g;
-          bw[j] = *reinterpret_cast<const uint4*>(sw + ((b * S::BN + c) * 4 + q) * 16);
+        for (int i2 = 0; i2 < S::MT; ++i2) {
+          const int r = wm * S::kWarpRows + i2 * 16 + g;
+          a_lo[i2] = *reinterpret_cast<const uint4*>(sx + ((b * S::BM + r) * 4 + q) * 16);
+          a_hi[i2] = *reinterpret_cast<const uint4*>(sx + ((b * S::BM + r + 8) * 4 + q) * 16);
         }
+#pragma unroll
+        for (int j = 0; j < S::NT; ++j) {
+          if constexpr (TILED) {
+            // Block b of the stage, row group c / 8: matrices (half 0, core 0),
+            // (0, 1), (1, 0), (1, 1) give b0, b1 of the first mma, then of the second.
+            const int c = wn * S::kWarpCols + j * 8;
+            bw[j] = ldmatrix_x4(sw_addr + b * (S::BN * 64) + (lane >> 4) * (S::BN * 32) + c * 32 +
+                                ((lane >> 3) & 1) * 128 + (lane & 7) * 16);
+          } else {
+            const int c = wn * S::kWarpCols + j * 8 + g;
+            bw[j] = *reinterpret_cast<const uint4*>(sw + ((b * S::BN + c) * 4 + q) * 16);
+          }
+        }
+#pragma unroll
+        for (int i2 = 0; i2 < S::MT; ++i2)
+#pragma unroll
+          for (int j = 0; j < S::NT; ++j) gemm::mma_block32(acc[i2][j], a_lo[i2], a_hi[i2], bw[j]);
       }
-#pragma unroll
-      for (int i2 = 0; i2 < S::MT; ++i2)
-#pragma unroll
-        for (int j = 0; j < S::NT; ++j) gemm::mma_block32(acc[i2][j], a_lo[i2], a_hi[i2], bw[j]);
-    }
     }
   };
   bool first_slice = true;
