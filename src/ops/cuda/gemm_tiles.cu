@@ -172,12 +172,12 @@ __device__ __forceinline__ uint4 ldmatrix_x4(uint32_t addr) {
 // wgmma.m64n128k16, f32 += bf16 x bf16: A (this warp's 16 rows) from
 // registers in the mma.sync fragment order, B from a shared-memory
 // descriptor over a tiled weight's half (matmul_tiles.h). sm_90a only.
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define FD_HAVE_WGMMA 1
 __device__ __forceinline__ uint64_t wgmma_desc(uint32_t addr) {
   constexpr uint64_t kLbo = 128, kSbo = 256;  // core matrices along k, along n
   return uint64_t((addr >> 4) & 0x3fff) | ((kLbo >> 4) << 16) | ((kSbo >> 4) << 32);
 }
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define FD_HAVE_WGMMA 1
 __device__ __forceinline__ void wgmma_n128(float (&d)[64], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
                                            uint64_t b) {
   asm volatile(
