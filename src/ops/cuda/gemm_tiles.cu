@@ -410,7 +410,9 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
         bulk_copy(base + st * S::kStageBytes + S::kXBytes, w + static_cast<int64_t>(kt0 + i) * S::BN * S::BK, kWBytes,
                   &full[st]);
       };
-      // The weight does not depend on the kernel before this one (see below).
+      // The weight does not depend on the kernel before this one: its first
+      // stages are requested before waiting for that kernel (programmatic
+      // dependent launch), x's only after.
       if (ptid == 0)
         for (int i = 0; i < min(n, S::STAGES); ++i) load_w_bulk(i);
 #if FD_GEMM_PDL

@@ -5,10 +5,10 @@
 // (gemm_invariant.cuh), each block into its two mmas' 16 k's (halves); a
 // half is 16 groups of 8 rows, each two 8 x 8 core matrices (128 bytes: 8
 // rows of 8 k's, in the chain's order, gemm::chain_k). So a pipeline
-// stage's w tile is one contiguous 16 KB read (8 KB for 32-k stages), and a
-// half is what one ldmatrix.x4 per 8 rows (gemm_tiles.cu) or one wgmma's B
-// descriptor (core matrices 128 bytes apart along k, 256 along n;
-// gemm_wgmma.cu) reads. Row-major, the same stage is 128 pieces of 128
+// stage's w tile is one contiguous 16 KB read (8 KB for 32-k stages); 8
+// rows of a block (both halves) are one ldmatrix.x4 for mma.sync, and a half
+// is one wgmma's B operand (core matrices 128 bytes apart along k, 256 along
+// n; both in gemm_tiles.cu). Row-major, the same stage is 128 pieces of 128
 // bytes, one from each of 128 rows, and DRAM serves such scattered pieces
 // well below its streaming rate (H100, bench/gemm_proto.sh: the decode
 // step's GEMMs went from 0.83 to 0.87-0.89 of their bandwidth floor, the
