@@ -482,7 +482,7 @@ void profile(Matmul& mm) {
   struct P {
     int shape, m;
   };
-  const P ps[] = {{1, 1}, {2, 1}, {3, 16}, {4, 1}, {1, 2048}, {4, 2048}};
+  const P ps[] = {{1, 1}, {2, 1}, {3, 16}, {4, 1}, {1, 2048}, {4, 2048}, {1, 128}, {2, 128}, {2, 512}};
   for (const P& p : ps) {
     const Shape& s = kShapes[p.shape];
     bf16* x = static_cast<bf16*>(dalloc(size_t(p.m) * s.k * 2));

@@ -322,15 +322,23 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
     if constexpr (kWgmma) {
 #if FD_HAVE_WGMMA
       float(&d)[S::NT * 4] = reinterpret_cast<float(&)[S::NT * 4]>(acc[0]);
+      // Every x fragment of the stage first, so that one fence covers the
+      // registers all its wgmmas read.
+      constexpr int kBlocks = S::BK / kBlockK;
+      uint4 a_lo[kBlocks], a_hi[kBlocks];
+      const int r = wm * S::kWarpRows + g;
+#pragma unroll
+      for (int b = 0; b < kBlocks; ++b) {
+        a_lo[b] = *reinterpret_cast<const uint4*>(sx + ((b * S::BM + r) * 4 + q) * 16);
+        a_hi[b] = *reinterpret_cast<const uint4*>(sx + ((b * S::BM + r + 8) * 4 + q) * 16);
+      }
       asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-      for (int b = 0; b < S::BK / kBlockK; ++b) {
+      for (int b = 0; b < kBlocks; ++b) {
         if (kt * S::BK + b * kBlockK >= K) break;  // blocks past K are not in the chain
-        const int r = wm * S::kWarpRows + g;
-        const uint4 a_lo = *reinterpret_cast<const uint4*>(sx + ((b * S::BM + r) * 4 + q) * 16);
-        const uint4 a_hi = *reinterpret_cast<const uint4*>(sx + ((b * S::BM + r + 8) * 4 + q) * 16);
-        wgmma_n128(d, a_lo.x, a_hi.x, a_lo.y, a_hi.y, wgmma_desc(sw_addr + b * (S::BN * 64)));
-        wgmma_n128(d, a_lo.z, a_hi.z, a_lo.w, a_hi.w, wgmma_desc(sw_addr + b * (S::BN * 64) + S::BN * 32));
+        wgmma_n128(d, a_lo[b].x, a_hi[b].x, a_lo[b].y, a_hi[b].y, wgmma_desc(sw_addr + b * (S::BN * 64)));
+        wgmma_n128(d, a_lo[b].z, a_hi[b].z, a_lo[b].w, a_hi[b].w,
+                   wgmma_desc(sw_addr + b * (S::BN * 64) + S::BN * 32));
       }
       asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
       asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
