@@ -5,9 +5,9 @@
 // One warpgroup computes a 64 x 128 tile over K = 256 three ways and compares
 // the f32 results bit for bit:
 //   chain   : mma_block32 per warp (the rule every kernel follows today);
-//   wgmma   : wgmma.m64n128k16 with A (x) in registers loaded exactly like the
+//   wgmma   : gemm::wgmma_n128 with A (x) in registers loaded exactly like the
 //             chain's fragments and B (w) in shared memory as core matrices
-//             holding the chain's k order;
+//             holding the chain's k order (gemm::chain_k, gemm::wgmma_desc);
 //   swapped : the chain with the two k-halves of every mma exchanged in A and B
 //             alike (same products, another order inside one mma);
 //   transposed : w as the A operand and x as B (y^T = w x^T).
@@ -22,49 +22,17 @@
 #include <random>
 #include <vector>
 
+#include "ops/cuda/common.cuh"
 #include "ops/cuda/gemm_invariant.cuh"
 
 using bf16 = __nv_bfloat16;
+using flashdraft::ops::cuda::smem_u32;
 namespace gemm = flashdraft::ops::cuda::gemm;
 
 constexpr int kM = 64, kN = 128, kK = 256;
 
-// Logical k L (0..15) of the first mma of a 32-k chain block -> the block's k
-// (the second mma: + 4). a0/b0 hold logical (2q, 2q+1) = k (8q, 8q+1); a2/b1
-// hold logical (2q+8, 2q+9) = k (8q+2, 8q+3).
-__host__ __device__ int chain_k(int half, int L) {
-  const int q = (L % 8) / 2;
-  return 8 * q + (L >= 8 ? 2 : 0) + (L % 2) + 4 * half;
-}
-
-__device__ uint64_t desc(const void* smem, int lbo, int sbo) {
-  const auto a = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  return uint64_t((a >> 4) & 0x3fff) | (uint64_t((lbo >> 4) & 0x3fff) << 16) | (uint64_t((sbo >> 4) & 0x3fff) << 32);
-}
-
-__device__ void wgmma_128(float (&d)[64], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint64_t b) {
-  asm volatile(
-      "{\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-      "{%64, %65, %66, %67}, %68, 1, 1, 1, 0;\n"
-      "}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
-        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
-        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]),
-        "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]),
-        "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
-        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
-        "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(b));
-}
-
 // out[variant][trial][64][128]
-__global__ void probe(const bf16* xs, const bf16* ws, float* out, int lbo, int sbo) {
+__global__ void probe(const bf16* xs, const bf16* ws, float* out) {
   const int trial = blockIdx.x;
   const bf16* x = xs + size_t(trial) * kM * kK;
   const bf16* w = ws + size_t(trial) * kN * kK;
@@ -121,7 +89,7 @@ __global__ void probe(const bf16* xs, const bf16* ws, float* out, int lbo, int s
     const int s = i / kStep, rest = i % kStep;
     const int ng = rest / 128, c = (rest / 64) % 2, r = (rest / 8) % 8, jj = rest % 8;
     const int b = s / 2, half = s % 2;
-    sb[i] = w[(8 * ng + r) * kK + 32 * b + chain_k(half, 8 * c + jj)];
+    sb[i] = w[(8 * ng + r) * kK + 32 * b + gemm::chain_k(half, 8 * c + jj)];
   }
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   __syncthreads();
@@ -131,8 +99,8 @@ __global__ void probe(const bf16* xs, const bf16* ws, float* out, int lbo, int s
   for (int b = 0; b < kK / 32; ++b) {
     const uint4 a_lo = *reinterpret_cast<const uint4*>(x + r0 * kK + 32 * b + 8 * q);
     const uint4 a_hi = *reinterpret_cast<const uint4*>(x + (r0 + 8) * kK + 32 * b + 8 * q);
-    wgmma_128(d, a_lo.x, a_hi.x, a_lo.y, a_hi.y, desc(sb + (2 * b) * kStep, lbo, sbo));
-    wgmma_128(d, a_lo.z, a_hi.z, a_lo.w, a_hi.w, desc(sb + (2 * b + 1) * kStep, lbo, sbo));
+    gemm::wgmma_n128(d, a_lo.x, a_hi.x, a_lo.y, a_hi.y, gemm::wgmma_desc(smem_u32(sb + (2 * b) * kStep)));
+    gemm::wgmma_n128(d, a_lo.z, a_hi.z, a_lo.w, a_hi.w, gemm::wgmma_desc(smem_u32(sb + (2 * b + 1) * kStep)));
   }
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
   asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
@@ -172,45 +140,41 @@ int main() {
   cudaMemcpy(dw, w.data(), w.size() * 2, cudaMemcpyHostToDevice);
   const int smem = (kK / 16) * 16 * 2 * 64 * 2;
   cudaFuncSetAttribute(probe, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  // The descriptor's two offsets for core matrices adjacent in K (128 B) and in N (256 B), both ways round.
-  const int pairs[2][2] = {{128, 256}, {256, 128}};
-  for (auto& p : pairs) {
-    cudaMemset(dout, 0xff, 4 * per * 4);
-    probe<<<trials, 128, smem>>>(dx, dw, dout, p[0], p[1]);
-    cudaError_t e = cudaDeviceSynchronize();
-    if (e != cudaSuccess) {
-      std::printf("launch failed: %s\n", cudaGetErrorString(e));
-      return 1;
-    }
-    std::vector<float> out(4 * per);
-    cudaMemcpy(out.data(), dout, out.size() * 4, cudaMemcpyDeviceToHost);
-    // Sanity against a double reference (the layout is right), then bits against the chain.
-    double worst = 0;
-    for (int t = 0; t < trials; t += 3)
-      for (int m = 0; m < kM; ++m)
-        for (int n = 0; n < kN; ++n) {
-          double s = 0, mag = 0;
-          for (int k = 0; k < kK; ++k) {
-            const double p2 = double(__bfloat162float(x[(size_t(t) * kM + m) * kK + k])) *
-                              __bfloat162float(w[(size_t(t) * kN + n) * kK + k]);
-            s += p2;
-            mag += std::fabs(p2);
-          }
-          worst = std::max(worst, std::fabs(out[per + (size_t(t) * kM + m) * kN + n] - s) / (mag + 1e-30));
+  cudaMemset(dout, 0xff, 4 * per * 4);
+  probe<<<trials, 128, smem>>>(dx, dw, dout);
+  const cudaError_t e = cudaDeviceSynchronize();
+  if (e != cudaSuccess) {
+    std::printf("launch failed: %s\n", cudaGetErrorString(e));
+    return 1;
+  }
+  std::vector<float> out(4 * per);
+  cudaMemcpy(out.data(), dout, out.size() * 4, cudaMemcpyDeviceToHost);
+  // Sanity against a double reference (the layout is right), then bits against the chain.
+  double worst = 0;
+  for (int t = 0; t < trials; t += 3)
+    for (int m = 0; m < kM; ++m)
+      for (int n = 0; n < kN; ++n) {
+        double s = 0, mag = 0;
+        for (int k = 0; k < kK; ++k) {
+          const double p2 = double(__bfloat162float(x[(size_t(t) * kM + m) * kK + k])) *
+                            __bfloat162float(w[(size_t(t) * kN + n) * kK + k]);
+          s += p2;
+          mag += std::fabs(p2);
         }
-    std::printf("lbo %d sbo %d: wgmma vs double, worst |err| / sum|products| = %.3g\n", p[0], p[1], worst);
-    const char* names[4] = {"chain", "wgmma", "swapped", "transposed"};
-    for (int v = 1; v < 4; ++v) {
-      size_t differ[3] = {0, 0, 0};
-      for (size_t i = 0; i < per; ++i) {
-        uint32_t a, b;
-        std::memcpy(&a, &out[i], 4);
-        std::memcpy(&b, &out[v * per + i], 4);
-        if (a != b) ++differ[(i / (size_t(kM) * kN)) % 3];
+        worst = std::max(worst, std::fabs(out[per + (size_t(t) * kM + m) * kN + n] - s) / (mag + 1e-30));
       }
-      std::printf("  %-10s vs chain: differing elements normal %zu, wide %zu, cancelling %zu (of %zu each)\n", names[v],
-                  differ[0], differ[1], differ[2], per / 3);
+  std::printf("wgmma vs double, worst |err| / sum|products| = %.3g\n", worst);
+  const char* names[4] = {"chain", "wgmma", "swapped", "transposed"};
+  for (int v = 1; v < 4; ++v) {
+    size_t differ[3] = {0, 0, 0};
+    for (size_t i = 0; i < per; ++i) {
+      uint32_t a, b;
+      std::memcpy(&a, &out[i], 4);
+      std::memcpy(&b, &out[v * per + i], 4);
+      if (a != b) ++differ[(i / (size_t(kM) * kN)) % 3];
     }
+    std::printf("  %-10s vs chain: differing elements normal %zu, wide %zu, cancelling %zu (of %zu each)\n", names[v],
+                differ[0], differ[1], differ[2], per / 3);
   }
   return 0;
 }

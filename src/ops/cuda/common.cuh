@@ -18,6 +18,27 @@ using bf16 = __nv_bfloat16;
 // without the attribute.
 __device__ __forceinline__ void let_dependents_launch() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
 
+// A shared-memory pointer as the 32-bit address PTX's shared state space takes.
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// ldmatrix.x4 (and .trans): lane l gives the address of row l % 8 of matrix
+// l / 8 and receives (row l / 4, elements 2 (l % 4), +1) of each matrix into
+// r0..r3 (transposed: of each matrix's transpose).
+__device__ __forceinline__ void ldsm_x4(uint32_t addr, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(addr)
+               : "memory");
+}
+__device__ __forceinline__ void ldsm_x4_t(uint32_t addr, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(addr)
+               : "memory");
+}
+
 // V consecutive elements moved as one access: 8 bf16 or 4 f32 is one 16-byte
 // load, which is what saturates HBM; narrower V serves rows that are not
 // 16-byte aligned (the caller picks V with vector_elems()).

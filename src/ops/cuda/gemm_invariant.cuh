@@ -12,7 +12,8 @@
 //     zero-padded; blocks starting at or past K do not exist). A block is
 //     two mma.sync.m16n8k16 (bf16 in, f32 accumulate), with its 32 k's laid
 //     into the fragments by mma_block32() below, always x as the A operand
-//     and w as the B operand. No other matrix instruction is used.
+//     and w as the B operand. The only other matrix instruction is wgmma
+//     fed the same k's (wgmma_n128() below), which gives the same bits.
 //  2. The slices. Blocks are grouped into slices of `slice` k's (a multiple of
 //     kTileK, chosen per weight shape by gemm_slice(), never per M). Each
 //     slice's partial starts from +0 and chains its blocks in ascending order.
@@ -66,6 +67,46 @@ __device__ __forceinline__ void mma_block32(float (&acc)[4], const uint4& a_lo, 
 __host__ __device__ constexpr int chain_k(int half, int logical) {
   return 8 * ((logical % 8) / 2) + (logical >= 8 ? 2 : 0) + logical % 2 + 4 * half;
 }
+
+// wgmma.m64n128k16, f32 += bf16 x bf16, over the same chain: A (a warp's 16
+// rows of the warpgroup's 64) from registers in mma_block32's fragment order
+// (a0..a3 of one of its two mmas), B by a shared-memory descriptor over a
+// tiled weight's half (matmul_tiles.h: core matrices 128 bytes apart along k,
+// 256 along n), each half holding that mma's 16 k's (chain_k). Same bits as
+// the mma.sync chain (bench/wgmma_probe.cu). Only sm_90a has wgmma: these are
+// declared for its device pass and the host pass (which compiles no device
+// bodies); FD_HAVE_WGMMA says whether a device pass may call them.
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define FD_HAVE_WGMMA 1
+#else
+#define FD_HAVE_WGMMA 0
+#endif
+#if FD_HAVE_WGMMA || !defined(__CUDA_ARCH__)
+__device__ __forceinline__ uint64_t wgmma_desc(uint32_t addr) {
+  constexpr uint64_t kLbo = 128, kSbo = 256;  // core matrices along k, along n
+  return uint64_t((addr >> 4) & 0x3fff) | ((kLbo >> 4) << 16) | ((kSbo >> 4) << 32);
+}
+__device__ __forceinline__ void wgmma_n128(float (&d)[64], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                           uint64_t b) {
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "{%64, %65, %66, %67}, %68, 1, 1, 1, 0;\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
+        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]),
+        "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]),
+        "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
+        "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(b)
+      : "memory");
+}
+#endif
 
 // total <- total + partial (the fold of rule 3; the first partial is taken as is).
 __device__ __forceinline__ float fold(float total, float partial) { return __fadd_rn(total, partial); }

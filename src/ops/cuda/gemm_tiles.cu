@@ -14,6 +14,7 @@
 
 #include <cooperative_groups.h>
 
+#include "ops/cuda/common.cuh"
 #include "ops/cuda/device.h"
 #include "ops/cuda/gemm_invariant.cuh"
 #include "ops/cuda/gemm_tiles.h"
@@ -159,67 +160,23 @@ __device__ __forceinline__ void load_rows(uint32_t dst, const bf16* src, int64_t
   }
 }
 
-// ldmatrix.x4: lane l gives the address of row l % 8 of matrix l / 8 and
-// receives (row l / 4, elements 2 (l % 4), +1) of each matrix.
-__device__ __forceinline__ uint4 ldmatrix_x4(uint32_t addr) {
-  uint4 v;
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "r"(addr));
-  return v;
-}
 
-// wgmma.m64n128k16, f32 += bf16 x bf16: A (this warp's 16 rows) from
-// registers in the mma.sync fragment order, B from a shared-memory
-// descriptor over a tiled weight's half (matmul_tiles.h). sm_90a only.
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define FD_HAVE_WGMMA 1
-__device__ __forceinline__ uint64_t wgmma_desc(uint32_t addr) {
-  constexpr uint64_t kLbo = 128, kSbo = 256;  // core matrices along k, along n
-  return uint64_t((addr >> 4) & 0x3fff) | ((kLbo >> 4) << 16) | ((kSbo >> 4) << 32);
-}
-__device__ __forceinline__ void wgmma_n128(float (&d)[64], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                           uint64_t b) {
-  asm volatile(
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-      "{%64, %65, %66, %67}, %68, 1, 1, 1, 0;\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
-        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
-        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]),
-        "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]),
-        "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
-        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
-        "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(b)
-      : "memory");
-}
-#else
-#define FD_HAVE_WGMMA 0
-#endif
 
 // mbarriers (shared memory, this CTA) and bulk copies, for the producer.
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
 __device__ __forceinline__ void mbar_init(uint64_t* bar, int count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count) : "memory");
 }
 __device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
 }
 // An arrival that also expects `bytes` of bulk copies to land.
 __device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes)
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes)
                : "memory");
 }
 // An arrival once this thread's cp.async copies so far have landed.
 __device__ __forceinline__ void cp_async_mbar_arrive(uint64_t* bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_u32(bar)) : "memory");
 }
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, int parity) {
   asm volatile(
@@ -228,13 +185,13 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, int parity) {
       "wait:\n"
       "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
       "@!done bra wait;\n"
-      "}\n" ::"r"(smem_addr(bar)),
+      "}\n" ::"r"(smem_u32(bar)),
       "r"(parity)
       : "memory");
 }
 __device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_t bytes, uint64_t* bar) {
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
-               "l"(src), "r"(bytes), "r"(smem_addr(bar))
+               "l"(src), "r"(bytes), "r"(smem_u32(bar))
                : "memory");
 }
 
@@ -284,7 +241,7 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
   const bf16* x = static_cast<const bf16*>(a.x) + m0 * a.ldx;
   const bf16* w = static_cast<const bf16*>(a.w) + n0 * a.ldw;
   const int x_rows = min(S::BM, M - m0), w_rows = min(S::BN, N - n0);
-  const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  const uint32_t base = smem_u32(smem);
   const auto load_x = [&](int stage, int kt) {
     load_rows<S::BM, S::kThreads, S::BK>(base + stage * S::kStageBytes, x, a.ldx, x_rows, kt * S::BK, K, tid);
   };
@@ -336,9 +293,9 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
 #pragma unroll
       for (int b = 0; b < kBlocks; ++b) {
         if (kt * S::BK + b * kBlockK >= K) break;  // blocks past K are not in the chain
-        wgmma_n128(d, a_lo[b].x, a_hi[b].x, a_lo[b].y, a_hi[b].y, wgmma_desc(sw_addr + b * (S::BN * 64)));
-        wgmma_n128(d, a_lo[b].z, a_hi[b].z, a_lo[b].w, a_hi[b].w,
-                   wgmma_desc(sw_addr + b * (S::BN * 64) + S::BN * 32));
+        const uint32_t half0 = sw_addr + b * (S::BN * 64), half1 = half0 + S::BN * 32;
+        gemm::wgmma_n128(d, a_lo[b].x, a_hi[b].x, a_lo[b].y, a_hi[b].y, gemm::wgmma_desc(half0));
+        gemm::wgmma_n128(d, a_lo[b].z, a_hi[b].z, a_lo[b].w, a_hi[b].w, gemm::wgmma_desc(half1));
       }
       asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
       asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
@@ -360,8 +317,9 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
             // Block b of the stage, row group c / 8: matrices (half 0, core 0),
             // (0, 1), (1, 0), (1, 1) give b0, b1 of the first mma, then of the second.
             const int c = wn * S::kWarpCols + j * 8;
-            bw[j] = ldmatrix_x4(sw_addr + b * (S::BN * 64) + (lane >> 4) * (S::BN * 32) + c * 32 +
-                                ((lane >> 3) & 1) * 128 + (lane & 7) * 16);
+            ldsm_x4(sw_addr + b * (S::BN * 64) + (lane >> 4) * (S::BN * 32) + c * 32 + ((lane >> 3) & 1) * 128 +
+                        (lane & 7) * 16,
+                    bw[j].x, bw[j].y, bw[j].z, bw[j].w);
           } else {
             const int c = wn * S::kWarpCols + j * 8 + g;
             bw[j] = *reinterpret_cast<const uint4*>(sw + ((b * S::BN + c) * 4 + q) * 16);

@@ -47,7 +47,7 @@ Matmul::Choice Matmul::choose(int64_t m, int64_t n, int64_t k) const {
     // everywhere, e.g. o at 512 rows unsplit 65 us against 118 split, down
     // at 256 rows split 127 against 157).
     constexpr int64_t kRamp = 14;
-    const int64_t k_tiles = ceil_div(k, 64), slice_tiles = ceil_div(slice(n, k), 64);
+    const int64_t k_tiles = ceil_div(k, kStripTileK), slice_tiles = ceil_div(slice(n, k), kStripTileK);
     const int64_t whole = ceil_div(tiles, sms) * (k_tiles + kRamp);
     const int64_t split = ceil_div(tiles * slices, sms) * (slice_tiles + kRamp);
     c.split = slices > 1 && split < whole;
