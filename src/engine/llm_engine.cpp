@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "engine/penalty_step.h"
 
 namespace flashdraft::engine {
 namespace {
@@ -66,6 +67,8 @@ Engine::Engine(model::Qwen3Model& target, model::DFlashDrafter* drafter, const E
   ro.max_rows = config.max_tokens_per_step;
   ro.max_keys = context_limit_ + 1 + k_;
   ro.spec_rows = 1 + k_;
+  overlap_ = config.overlap_scheduling.value_or(target.backend().supports_graphs()) && !target.shard().active();
+  ro.overlap = overlap_;
   ro.pending_bytes = config.pending_context_bytes;
   ro.catch_up_bytes = config.catch_up_bytes;
   runner_ = std::make_unique<ModelRunner>(target, drafter, config_.num_kv_blocks, config.kv_block_size, ro);
@@ -166,7 +169,9 @@ RequestId Engine::add(std::vector<int32_t> prompt, const SamplingParams& params,
   return id;
 }
 
-bool Engine::has_work() const { return scheduler_->has_work() || !unreported_.empty() || !deferred_.empty(); }
+bool Engine::has_work() const {
+  return scheduler_->has_work() || flight_.has_value() || !unreported_.empty() || !deferred_.empty();
+}
 
 size_t Engine::keep_until_stop(Request& r, std::span<const int32_t> candidates, bool* stopped) {
   const SamplingParams& p = r.params;
@@ -204,8 +209,8 @@ bool Engine::fail(RequestId id) { return finish_outside_step(id, FinishReason::E
 bool Engine::finish_outside_step(RequestId id, FinishReason reason) {
   auto it = requests_.find(id);
   if (it == requests_.end() || it->second->state == RequestState::Finished) return false;
-  if (in_step_) {
-    // The step's plan still points at the request and its blocks.
+  if (in_step_ || in_flight(id)) {
+    // The step's plan (or the one in flight) still points at the request and its blocks.
     deferred_.emplace_back(id, reason);
     return true;
   }
@@ -225,46 +230,151 @@ void Engine::apply_deferred() {
 
 std::vector<StepOutput> Engine::step() {
   std::vector<StepOutput> out;
+  if (!flight_) apply_deferred();  // left behind by a step that threw
+  report_unreported(out);
+  if (!overlap_) {
+    std::optional<Flight> f = plan_step();
+    if (!f) return out;
+    runner_->run(f->plan, *blocks_, [this] {
+      if (costs_) costs_->refit_if_due();
+    });
+    complete(*f, nullptr, out);
+    apply_deferred();
+    report_unreported(out);
+    return out;
+  }
+  // Overlapped: one step in flight between calls. The next is launched
+  // behind it before its results are read where it can be (plan_follower),
+  // else after them; either way the backend has work while the host reads
+  // this step's results and the caller handles them.
+  if (!flight_) {
+    flight_ = plan_step();
+    if (!flight_) return out;
+    runner_->launch(flight_->plan, *blocks_);
+  }
+  std::optional<Flight> next;
+  try {
+    next = plan_follower(flight_->plan);
+    if (next) runner_->launch(next->plan, *blocks_, &flight_->plan);
+    if (costs_) costs_->refit_if_due();
+    runner_->finish();
+    Flight done = std::move(*flight_);
+    flight_ = std::move(next);
+    complete(done, flight_ ? &flight_->plan : nullptr, out);
+    apply_deferred();
+    report_unreported(out);
+    if (!flight_) {
+      flight_ = plan_step();
+      if (flight_) runner_->launch(flight_->plan, *blocks_);
+    }
+  } catch (...) {
+    // Whatever was launched is dropped; its requests keep the state of the
+    // last step read (the caller fails them, as after any step that threw).
+    runner_->abandon();
+    flight_.reset();
+    for (RequestId id : std::exchange(free_after_, {})) blocks_->free(id);
+    retired_.clear();
+    throw;
+  }
+  return out;
+}
+
+void Engine::report_unreported(std::vector<StepOutput>& out) {
   // One output per request and step: an abort from inside this step marks
   // the request's token output finished rather than adding a second one.
-  auto report_unreported = [&] {
-    for (RequestId id : unreported_) {
-      const Request& r = *requests_.at(id);
-      auto it = std::find_if(out.begin(), out.end(), [id](const StepOutput& o) { return o.id == id; });
-      if (it == out.end()) it = out.insert(out.end(), StepOutput{id, {}, false, {}, {}, {}});
-      it->finished = true;
-      it->reason = *r.finish_reason;
-      it->stop = r.stop;
-    }
-    unreported_.clear();
-  };
-  apply_deferred();  // left behind by a step that threw
-  report_unreported();
+  for (RequestId id : unreported_) {
+    const Request& r = *requests_.at(id);
+    auto it = std::find_if(out.begin(), out.end(), [id](const StepOutput& o) { return o.id == id; });
+    if (it == out.end()) it = out.insert(out.end(), StepOutput{id, {}, false, {}, {}, {}});
+    it->finished = true;
+    it->reason = *r.finish_reason;
+    it->stop = r.stop;
+  }
+  unreported_.clear();
+}
 
+std::optional<Engine::Flight> Engine::plan_step() {
   const auto started = std::chrono::steady_clock::now();
   StepPlan plan = acceptance_ ? scheduler_->schedule([this](std::span<ScheduledRequest> decodes) {
     choose_draft_rows(decodes);
   })
                               : scheduler_->schedule();
-  if (plan.empty()) return out;
+  if (plan.empty()) return std::nullopt;
+  return Flight{std::move(plan), started};
+}
+
+std::optional<Engine::Flight> Engine::plan_follower(const StepPlan& ahead) {
+  // The step after `ahead`, planned before its results are read: its
+  // decoding requests once more, each as if it kept all its drafts there
+  // (ModelRunner::launch; the backend puts in what it kept). Only where
+  // that is the step the scheduler would plan anyway, nothing needs the
+  // results on the host first, and every request's worst case fits its
+  // blocks; else the next step is planned after the results.
+  if (!runner_->follow_ok()) return std::nullopt;
+  const auto& running = scheduler_->running();
+  if (running.size() != ahead.entries.size()) return std::nullopt;  // someone waits for a prefill chunk
+  if (!scheduler_->waiting().empty() && static_cast<int64_t>(running.size()) < config_.max_running)
+    return std::nullopt;  // admit it now
+  const auto started = std::chrono::steady_clock::now();
+  const int64_t spec_rows = 1 + k_;
+  StepPlan plan;
+  bool exact = true;  // every position known (no drafts ahead)
+  for (const ScheduledRequest& e : ahead.entries) {
+    Request& r = *e.request;
+    const bool decoded = e.kind == ScheduledRequest::Kind::Decode;
+    if (!decoded && !e.last_chunk) return std::nullopt;
+    if (r.params.logprobs) return std::nullopt;  // read from the logits, which the next step overwrites
+    exact = exact && (!decoded || e.rows == 1);
+    // Requests that surely stop ahead (their last token) and those being
+    // aborted are left out.
+    const auto emitted = static_cast<int64_t>(r.output.size()) + 1;
+    if (emitted >= r.max_tokens_asked || r.num_tokens() + 1 >= context_limit_) continue;
+    if (std::any_of(deferred_.begin(), deferred_.end(), [&](const auto& d) { return d.first == r.id; })) continue;
+    plan.entries.push_back({&r, ScheduledRequest::Kind::Decode, e.pos0 + e.rows, spec_rows, false});
+  }
+  if (plan.entries.empty() || PenaltyStep::needed(plan)) return std::nullopt;  // penalties read the history
+  if (acceptance_) choose_draft_rows(plan.entries);
+  int64_t rows = 0, drafting = 0;
+  for (const ScheduledRequest& e : plan.entries) {
+    rows += e.rows;
+    drafting += e.rows > 1;
+    // Blocks for the furthest this step can reach (a drafter block is
+    // spec_rows long whatever the draft length), taken without preempting.
+    const int64_t reach = e.pos0 + spec_rows;
+    if (reach > context_limit_ + spec_rows || !blocks_->ensure(e.request->id, reach)) return std::nullopt;
+  }
+  if (rows > config_.max_tokens_per_step) return std::nullopt;
+  // A step in which nobody drafts books its rows' drafter context by
+  // position when it is launched: only where the positions are exact.
+  if (acceptance_ && drafting == 0 && !exact) return std::nullopt;
+  plan.total_rows = rows;
+  return Flight{std::move(plan), started};
+}
+
+void Engine::complete(Flight& f, const StepPlan* next, std::vector<StepOutput>& out) {
+  // Blocks of requests that stopped before the step just read, which that
+  // step still wrote, and results taken meanwhile are free now.
+  for (RequestId id : std::exchange(free_after_, {})) blocks_->free(id);
+  retired_.clear();
   ++steps_;
   struct InStep {
     bool& flag;
     explicit InStep(bool& f) : flag(f) { flag = true; }
     ~InStep() { flag = false; }
   } in_step(in_step_);
-  // The refit the last step's measurement made due runs while the backend works.
-  runner_->run(plan, *blocks_, [this] {
-    if (costs_) costs_->refit_if_due();
-  });
   if (runner_->last_run_recorded()) ++recording_steps_;
-
+  StepPlan& plan = f.plan;
   const size_t n = plan.entries.size();
   std::vector<int64_t> keep(n, 0);
   std::vector<Request*> stopped_requests;
   for (size_t i = 0; i < n; ++i) {
-    const ScheduledRequest& e = plan.entries[i];
+    ScheduledRequest& e = plan.entries[i];
     Request& r = *e.request;
+    // A step launched ahead of its results ran requests that stopped in the
+    // step before it (nothing of theirs is kept), and planned the others'
+    // positions as if all their drafts were kept: the real ones now.
+    if (r.state == RequestState::Finished) continue;
+    if (e.kind == ScheduledRequest::Kind::Decode) e.pos0 = r.num_computed;
     if (e.kind == ScheduledRequest::Kind::Prefill && !e.last_chunk) {
       r.on_prefill(e.rows, std::nullopt);
       keep[i] = e.rows;
@@ -335,18 +445,21 @@ std::vector<StepOutput> Engine::step() {
         shape.add_prefill(e.pos0, e.rows);
       }
     }
-    costs_->observe(shape, seconds(std::chrono::steady_clock::now() - started), 1.0, /*refit_now=*/false);
+    // A step launched behind another began when that one was read.
+    const auto began = std::max(f.started, last_read_);
+    costs_->observe(shape, seconds(std::chrono::steady_clock::now() - began), 1.0, /*refit_now=*/false);
   }
+  last_read_ = std::chrono::steady_clock::now();
   for (Request* r : stopped_requests) {
     r->finished_at = std::chrono::steady_clock::now();
-    scheduler_->finish(*r, finish_reason_of(r->stop));
+    // The step launched behind this one may still write its blocks.
+    const bool in_next = next && std::any_of(next->entries.begin(), next->entries.end(),
+                                             [r](const ScheduledRequest& e) { return e.request == r; });
+    scheduler_->finish(*r, finish_reason_of(r->stop), /*free_blocks=*/!in_next);
+    if (in_next) free_after_.push_back(r->id);
     if (acceptance_) acceptance_->forget(r->id);
     runner_->forget(r->id);
   }
-  in_step_ = false;
-  apply_deferred();
-  report_unreported();
-  return out;
 }
 
 RequestResult Engine::result(RequestId id) const {
@@ -371,10 +484,17 @@ RequestResult Engine::result(RequestId id) const {
   return res;
 }
 
+bool Engine::in_flight(RequestId id) const {
+  return flight_ && std::any_of(flight_->plan.entries.begin(), flight_->plan.entries.end(),
+                                [id](const ScheduledRequest& e) { return e.request->id == id; });
+}
+
 std::optional<RequestResult> Engine::take_result(RequestId id) {
   auto it = requests_.find(id);
   if (it == requests_.end() || it->second->state != RequestState::Finished) return std::nullopt;
   RequestResult res = result(id);
+  // The step in flight may still name it (it stopped in the step before).
+  if (in_flight(id)) retired_.push_back(std::move(it->second));
   requests_.erase(it);
   std::erase(unreported_, id);  // taken: nothing left for a step to report
   return res;

@@ -29,6 +29,7 @@
 //
 // A finished request's record stays until take_result() hands it over, so a
 // long-running loop that takes every result keeps no per-request state.
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -73,6 +74,14 @@ struct EngineConfig {
   std::vector<int32_t> eos_token_ids;  // ignored by requests with ignore_eos
   // No recorded graphs (vLLM's --enforce-eager): every step launches its ops.
   bool enforce_eager = false;
+  // Overlapped scheduling (SGLang's overlap scheduler, vLLM's async
+  // scheduling): a step is launched before the results of the one ahead of
+  // it are read back (the backend fixes its positions from them), so the
+  // backend never waits for the host between steps; step() then returns
+  // the results of the step before the one it launched. Output is token
+  // for token the same. nullopt: on where the backend has a queue of its
+  // own (a GPU), off on the CPU (nothing to overlap there).
+  std::optional<bool> overlap_scheduling;
   // Backend memory for the taps of committed rows whose drafter context
   // waits for a step that drafts (RunnerOptions::pending_bytes).
   int64_t pending_context_bytes = int64_t{128} << 20;
@@ -123,13 +132,15 @@ class Engine {
 
   // Runs one step; empty when there is no work. Requests finished outside a
   // step (max_tokens 0, aborted) are reported by the next one, those aborted
-  // from inside a step by that step.
+  // from inside a step by that step. With overlapped scheduling it reads
+  // back the step in flight and leaves the next one in flight: the first
+  // call may return nothing although there is work (has_work() says).
   std::vector<StepOutput> step();
   bool has_work() const;
 
   // Finishes a waiting or running request with FinishReason::Abort and frees
   // its KV blocks: at once, or at the end of the step when called from inside
-  // one (a token sink). False, changing nothing, for an unknown or finished id.
+  // one (a token sink) or while a step in flight runs it. False, changing nothing, for an unknown or finished id.
   bool abort(RequestId id);
   // The same with FinishReason::Error: for a caller whose step failed.
   bool fail(RequestId id);
@@ -165,6 +176,18 @@ class Engine {
   // and whether it stops after the last kept one.
   size_t keep_until_stop(Request& r, std::span<const int32_t> candidates, bool* stopped);
   bool finish_outside_step(RequestId id, FinishReason reason);
+  // A planned step, from planning until its results are read.
+  struct Flight {
+    StepPlan plan;
+    std::chrono::steady_clock::time_point started;
+  };
+  std::optional<Flight> plan_step();
+  std::optional<Flight> plan_follower(const StepPlan& ahead);
+  // Reads a finished step's results into `out` (next: the step launched
+  // behind it, if any).
+  void complete(Flight& f, const StepPlan* next, std::vector<StepOutput>& out);
+  void report_unreported(std::vector<StepOutput>& out);
+  bool in_flight(RequestId id) const;
   void apply_deferred();
   // Sets the rows of the step's decode entries (Scheduler::ChooseRows).
   void choose_draft_rows(std::span<ScheduledRequest> decodes);
@@ -184,6 +207,14 @@ class Engine {
   // abort()/fail() from inside a step, applied once the step is done with its plan.
   std::vector<std::pair<RequestId, FinishReason>> deferred_;
   bool in_step_ = false;
+  bool overlap_ = false;
+  std::optional<Flight> flight_;  // launched, results not read yet (overlapped scheduling)
+  std::chrono::steady_clock::time_point last_read_{};
+  // Requests that stopped while a step launched behind theirs still ran
+  // them: their blocks are freed, and their records (taken meanwhile) let
+  // go, once that step is read.
+  std::vector<RequestId> free_after_;
+  std::vector<std::unique_ptr<Request>> retired_;
   RequestId next_id_ = 0;
   SpecStats stats_;
   std::unique_ptr<StepCostModel> costs_;

@@ -154,6 +154,92 @@ void ModelRunner::run(const StepPlan& plan, const BlockManager& blocks, const st
     if (while_running) while_running();  // after the ranks' steps: no overlap with tensor parallelism yet
     return;
   }
+  launch(plan, blocks);
+  if (while_running) while_running();
+  finish();
+}
+
+bool ModelRunner::follow_ok() const {
+  // The step ahead's results must not need what the next step overwrites:
+  // its taps (a context write after it: write_context), its logits
+  // (log-probabilities, penalties' raw copies), its gathered shards.
+  if (flying_.size() != 1 || ranks_ || target_.shard().active()) return false;
+  const Step& ahead = flying_.back();
+  return !ahead.penalized && (!drafter_ || ahead.context_in_step || ahead.set_aside);
+}
+
+void ModelRunner::finish() {
+  if (flying_.empty()) return;
+  done_ = std::move(flying_.front());
+  flying_.pop_front();
+  target_.backend().finish_downloads_to(done_.downloads);
+  if (target_.shard().active() && !gather_) verdicts_from_tokens(done_.entries);
+}
+
+void ModelRunner::abandon() {
+  target_.backend().synchronize();
+  target_.backend().finish_downloads();
+  flying_.clear();
+}
+
+void ModelRunner::follow(const StepPlan& ahead, const StepPlan& plan, size_t n_seqs) {
+  // Sequence i continues entry j of the step ahead, which was planned as if
+  // it kept all its drafts: a decode entry of r rows moves 1 + accepted
+  // positions (the host assumed r), a prefill's last chunk exactly its rows.
+  std::vector<model::SeqFollow> all(n_seqs), drafting;
+  for (size_t i = 0; i < plan.entries.size(); ++i) {
+    const ScheduledRequest& e = plan.entries[i];
+    size_t j = 0;
+    while (j < ahead.entries.size() && ahead.entries[j].request != e.request) ++j;
+    if (j == ahead.entries.size() || e.kind != ScheduledRequest::Kind::Decode)
+      throw std::logic_error("model runner: a step launched ahead of its results must continue that step's requests");
+    const ScheduledRequest& a = ahead.entries[j];
+    const bool decoded = a.kind == ScheduledRequest::Kind::Decode;
+    all[i] = {static_cast<int32_t>(j), decoded ? static_cast<int32_t>(1 - a.rows) : 0, true};
+  }
+  fix_host_.clear();
+  target_.step_inputs().follow(all, fix_host_);
+  if (drafting_) {
+    for (size_t i = 0; i < n_seqs; ++i)
+      if (cur_.draft_count[i] > 0) drafting.push_back(all[i]);
+    drafter_->block_inputs().follow(drafting, fix_host_);
+  }
+  if (cur_.context_in_step) {
+    std::vector<model::SeqFollow> rows = all;
+    for (auto& f : rows) f.anchor = false;  // the write reads taps, not ids
+    drafter_->context_inputs().follow(rows, fix_host_);
+  }
+  // The sampling rows' positions (the draws' seeds), and the anchor among
+  // the host-known ids the target's ids are gathered from.
+  auto* words = step_.buffer.view(ops::DType::I32, 1, 1).as<int32_t>();
+  constexpr int32_t kPositionWord = static_cast<int32_t>(offsetof(ops::SampleRow, position) / sizeof(int32_t));
+  for (size_t i = 0; i < n_seqs; ++i) {
+    const model::SeqFollow& f = all[i];
+    if (f.verdict < 0) continue;
+    ops::InputFix x;
+    x.verdict = f.verdict;
+    x.dst = words + cur_.logit_begin[i] * kWords + kPositionWord;
+    x.value = f.shift;
+    x.count = static_cast<int32_t>(cur_.logit_count[i]);
+    x.stride = static_cast<int32_t>(kWords);
+    fix_host_.push_back(x);
+    if (drafting_) {
+      ops::InputFix t;
+      t.verdict = f.verdict;
+      t.kind = ops::InputFix::kToken;
+      t.dst = words + src_off_ + static_cast<size_t>(n_drafts_ + cur_.row_begin[i]);
+      fix_host_.push_back(t);
+    }
+  }
+  ops::Backend& be = target_.backend();
+  const auto count = static_cast<int64_t>(fix_host_.size());
+  const ops::Tensor fixes = model::grow_tensor(be, fixes_, ops::DType::I32, count, ops::InputFix::kWords);
+  be.upload(fixes, fix_host_.data(), ops::DType::I32);
+  be.carry_forward(verdicts_dev_.buffer.view(ops::DType::I32, static_cast<int64_t>(ahead.entries.size()), 2), fixes);
+}
+
+void ModelRunner::launch(const StepPlan& plan, const BlockManager& blocks, const StepPlan* ahead) {
+  if (ahead && !follow_ok()) throw std::logic_error("model runner: a step launched ahead of one that cannot be followed");
   const auto t0 = std::chrono::steady_clock::now();
   // A step in which nobody drafts sets all its rows aside (write_context):
   // booked below, the taps moved into the store by the step itself
@@ -162,10 +248,10 @@ void ModelRunner::run(const StepPlan& plan, const BlockManager& blocks, const st
   // the GPU, where nobody drafts). Every row it computes is committed unless
   // its request stops, and a stopped request's rows are forgotten with it
   // (forget). write_context then has nothing to do.
-  set_aside_ = drafter_ && std::none_of(plan.entries.begin(), plan.entries.end(), verifies_drafts);
+  cur_.set_aside = drafter_ && std::none_of(plan.entries.begin(), plan.entries.end(), verifies_drafts);
   aside_rows_ = 0;
   // The drafter context of the requests drafting now is complete first.
-  if (!pending_.empty() && !set_aside_) {
+  if (!pending_.empty() && !cur_.set_aside) {
     std::vector<RequestId> drafting;
     for (const ScheduledRequest& e : plan.entries)
       if (verifies_drafts(e)) drafting.push_back(e.request->id);
@@ -195,7 +281,7 @@ void ModelRunner::run(const StepPlan& plan, const BlockManager& blocks, const st
   }
   if (seqs.empty()) return;
 
-  if (set_aside_) {
+  if (cur_.set_aside) {
     step_rows_.clear();
     for (const ScheduledRequest& e : plan.entries) step_rows_.push_back(e.rows);
     aside_first_ = book_context(plan, step_rows_, blocks);
@@ -213,62 +299,66 @@ void ModelRunner::run(const StepPlan& plan, const BlockManager& blocks, const st
     seqs.insert(seqs.end(), extra.begin(), extra.end());
     const int64_t keys = keys_bucket(max_keys);
     prepare(seqs, keys);
+    if (ahead) follow(*ahead, plan, seqs.size());
     const GraphKey key{bucket, r, drafting_, keys};
     launch(&key);
     download_results(n);
     launch_context(&key);
   } else {
     prepare(seqs, 0);
+    if (ahead) follow(*ahead, plan, seqs.size());
     if (penalized)
-      penalties_.prepare(target_.backend(), plan, logit_begin_, logit_count_, draft_begin_, draft_count_);
+      penalties_.prepare(target_.backend(), plan, cur_.logit_begin, cur_.logit_count, cur_.draft_begin, cur_.draft_count);
     // An eager step that sets all its rows aside has the forward write the
     // taps where they are booked, instead of copying them there after it
     // (a launch and a copy of every row's taps: ~10 us of a prefill step at
     // a long-context point on the GPU).
-    taps_in_store_ = set_aside_ && aside_rows_ == n_rows_ && aside_rows_ > 0;
+    taps_in_store_ = cur_.set_aside && aside_rows_ == n_rows_ && aside_rows_ > 0;
     if (taps_in_store_) target_.set_taps_destination(pending_taps_.t.row_slice(aside_first_, aside_rows_));
     launch(nullptr);
     taps_in_store_ = false;
     download_results(n);
     launch_context(nullptr);
   }
-  if (context_in_step_) {
+  if (cur_.context_in_step) {
     for (const ScheduledRequest& e : plan.entries) context_writes_.rows += e.rows;
     ++context_writes_.writes;
   }
-  if (while_running) while_running();
-
-  host_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  target_.backend().finish_downloads();
-  if (target_.shard().active() && !gather_) verdicts_from_tokens(n);
+  cur_.entries = n;
+  cur_.penalized = penalized;
+  cur_.downloads = target_.backend().mark_downloads();
+  cur_.host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  flying_.push_back(std::move(cur_));
+  cur_ = Step{};
 }
 
 void ModelRunner::download_results(size_t n) {
   ops::Backend& be = target_.backend();
   // Copies a step that threw before reading its results left queued land
-  // first, into the buffers they were queued for (not resized since).
-  be.finish_downloads();
+  // first, into the buffers they were queued for (not resized since); a
+  // step still in flight keeps its own.
+  if (flying_.empty()) be.finish_downloads();
   // The plan's entries come first; pads after them are never read back.
-  verdicts_.resize(2 * n);
-  be.download_i32_later(verdicts_dev_.buffer.view(ops::DType::I32, static_cast<int64_t>(n), 2), verdicts_.data());
+  cur_.verdicts.resize(2 * n);
+  be.download_i32_later(verdicts_dev_.buffer.view(ops::DType::I32, static_cast<int64_t>(n), 2), cur_.verdicts.data());
   int64_t real_drafts = 0;  // up to the last verified draft of a plan entry (pads come after them)
   for (size_t i = 0; i < n; ++i)
-    if (draft_count_[i] > 0) real_drafts = draft_begin_[i] + draft_count_[i];
-  drafts_.resize(static_cast<size_t>(real_drafts));
+    if (cur_.draft_count[i] > 0) real_drafts = cur_.draft_begin[i] + cur_.draft_count[i];
+  cur_.drafts.resize(static_cast<size_t>(real_drafts));
   if (real_drafts > 0)
     be.download_i32_later(step_.buffer.view(ops::DType::I32, static_cast<int64_t>(src_off_ + real_drafts), 1)
                               .row_slice(static_cast<int64_t>(src_off_), real_drafts),
-                          drafts_.data());
+                          cur_.drafts.data());
 }
 
 void ModelRunner::prepare(std::span<const Seq> seqs, int64_t min_keys) {
   const size_t n = seqs.size();
   n_seqs_ = static_cast<int64_t>(n);
-  logit_begin_.assign(n, 0);
-  logit_count_.assign(n, 0);
-  draft_begin_.assign(n, 0);
-  draft_count_.assign(n, 0);
-  row_begin_.assign(n, 0);
+  cur_.logit_begin.assign(n, 0);
+  cur_.logit_count.assign(n, 0);
+  cur_.draft_begin.assign(n, 0);
+  cur_.draft_count.assign(n, 0);
+  cur_.row_begin.assign(n, 0);
 
   // 1. The drafter's blocks: one per decode sequence with room for drafts.
   drafting_ = false;
@@ -292,8 +382,8 @@ void ModelRunner::prepare(std::span<const Seq> seqs, int64_t min_keys) {
       anchors_.push_back(s.request ? s.request->anchor() : 0);
       blocks_ctx.seqs.push_back({row, block, s.pos0, s.table, true, s.rows - 1});
       row += block;
-      draft_begin_[i] = n_drafts_;
-      draft_count_[i] = s.rows - 1;
+      cur_.draft_begin[i] = n_drafts_;
+      cur_.draft_count[i] = s.rows - 1;
       n_drafts_ += s.rows - 1;
     }
     if (!anchors_.empty()) {
@@ -308,17 +398,17 @@ void ModelRunner::prepare(std::span<const Seq> seqs, int64_t min_keys) {
   int64_t logit_row = 0;
   for (size_t i = 0; i < n; ++i) {
     const Seq& s = seqs[i];
-    row_begin_[i] = static_cast<int64_t>(tokens_.size());
+    cur_.row_begin[i] = static_cast<int64_t>(tokens_.size());
     if (s.decode) {
       tokens_.push_back(s.request ? s.request->anchor() : 0);
       tokens_.resize(tokens_.size() + static_cast<size_t>(s.rows - 1), 0);
     } else {
       for (int64_t p = s.pos0; p < s.pos0 + s.rows; ++p) tokens_.push_back(s.request->token(p));
     }
-    ctx.seqs.push_back({row_begin_[i], s.rows, s.pos0, s.table, s.decode});
-    logit_begin_[i] = logit_row;
-    logit_count_[i] = s.decode ? s.rows : 1;
-    logit_row += logit_count_[i];
+    ctx.seqs.push_back({cur_.row_begin[i], s.rows, s.pos0, s.table, s.decode});
+    cur_.logit_begin[i] = logit_row;
+    cur_.logit_count[i] = s.decode ? s.rows : 1;
+    logit_row += cur_.logit_count[i];
   }
   n_rows_ = static_cast<int64_t>(tokens_.size());
   n_logit_rows_ = logit_row;
@@ -356,22 +446,22 @@ void ModelRunner::prepare(std::span<const Seq> seqs, int64_t min_keys) {
     }
     const bool drafted = s.decode && s.rows > 1;
     for (int64_t j = 0; j < s.rows; ++j) {
-      const int64_t row = row_begin_[i] + j;
+      const int64_t row = cur_.row_begin[i] + j;
       step_host_[ids_idx_off_ + static_cast<size_t>(row)] =
-          drafted && j > 0 ? static_cast<int32_t>(draft_begin_[i] + j - 1) : host_token(row);
+          drafted && j > 0 ? static_cast<int32_t>(cur_.draft_begin[i] + j - 1) : host_token(row);
     }
-    for (int64_t j = 0; j < logit_count_[i]; ++j) {
+    for (int64_t j = 0; j < cur_.logit_count[i]; ++j) {
       // Logits row j of a decode entry follows position pos0 + j; a prefill
       // entry's one row is the chunk's last.
       const int64_t row_pos = s.decode ? s.pos0 + j : s.pos0 + s.rows - 1;
       p.position = static_cast<int32_t>(row_pos + 1);
       p.draft = -1;  // drafted rows get theirs on the backend
-      const size_t at = static_cast<size_t>((logit_begin_[i] + j) * kWords);
+      const size_t at = static_cast<size_t>((cur_.logit_begin[i] + j) * kWords);
       std::memcpy(step_host_.data() + at, &p, sizeof p);
-      step_host_[draft_idx_off_ + static_cast<size_t>(logit_begin_[i] + j)] =
-          drafted && j < s.rows - 1 ? static_cast<int32_t>(draft_begin_[i] + j) : no_draft;
+      step_host_[draft_idx_off_ + static_cast<size_t>(cur_.logit_begin[i] + j)] =
+          drafted && j < s.rows - 1 ? static_cast<int32_t>(cur_.draft_begin[i] + j) : no_draft;
     }
-    step_host_[static_cast<size_t>(n_logit_rows_ * kWords) + i] = static_cast<int32_t>(logit_begin_[i]);
+    step_host_[static_cast<size_t>(n_logit_rows_ * kWords) + i] = static_cast<int32_t>(cur_.logit_begin[i]);
   }
   step_host_[static_cast<size_t>(n_logit_rows_ * kWords + n_seqs_)] = static_cast<int32_t>(n_logit_rows_);
 
@@ -389,11 +479,11 @@ void ModelRunner::prepare(std::span<const Seq> seqs, int64_t min_keys) {
   // write is bound by its GEMMs, did not move). Rows past the committed
   // ones hold rejected drafts; nothing reads them before they are written
   // again: the request's next drafter block covers them.
-  context_in_step_ = drafting_ && be.supports_graphs() && !target_.shard().active() &&
+  cur_.context_in_step = drafting_ && (be.supports_graphs() || options_.overlap) && !target_.shard().active() &&
                      std::all_of(seqs.begin(), seqs.end(), [](const Seq& s) { return s.decode && s.rows > 1; });
-  if (context_in_step_) {
+  if (cur_.context_in_step) {
     model::BatchContext rows;
-    for (size_t i = 0; i < n; ++i) rows.seqs.push_back({row_begin_[i], seqs[i].rows, seqs[i].pos0, seqs[i].table, false});
+    for (size_t i = 0; i < n; ++i) rows.seqs.push_back({cur_.row_begin[i], seqs[i].rows, seqs[i].pos0, seqs[i].table, false});
     drafter_->prepare_context(rows, *pool_, target_layers_, min_keys);
   }
   model::grow_tensor(be, sampled_, ops::DType::I32, n_logit_rows_, 1);
@@ -436,12 +526,12 @@ void ModelRunner::enqueue_step() {
 }
 
 void ModelRunner::launch(const GraphKey* key) {
-  recorded_ = false;
+  cur_.recorded = false;
   replay(graphs_, key, [this] { enqueue_step(); });
 }
 
 void ModelRunner::launch_context(const GraphKey* key) {
-  if (!context_in_step_) return;
+  if (!cur_.context_in_step) return;
   replay(context_graphs_, key, [this] {
     drafter_->write_context_prepared(target_.taps_tensor().row_slice(0, n_rows_), *pool_, target_layers_);
   });
@@ -452,7 +542,7 @@ void ModelRunner::replay(std::map<GraphKey, Recorded>& graphs, const GraphKey* k
   Recorded& g = graphs[*key];
   const uint64_t moves = model::buffer_moves();
   if (g.graph && g.moves == moves) return g.graph->replay();
-  recorded_ = true;
+  cur_.recorded = true;
   if (!g.warmed || g.moves != moves) {
     // First meeting (or the buffers moved): run it, which also sizes what
     // ops size lazily, and record next time.
@@ -470,22 +560,22 @@ void ModelRunner::replay(std::map<GraphKey, Recorded>& graphs, const GraphKey* k
 }
 
 ModelRunner::Verdict ModelRunner::verdict(size_t entry) const {
-  return Verdict{verdicts_[2 * entry], verdicts_[2 * entry + 1]};
+  return Verdict{done_.verdicts[2 * entry], done_.verdicts[2 * entry + 1]};
 }
 
 std::vector<float> ModelRunner::logits(size_t entry, int64_t count) const {
-  if (count < 0 || count > logit_count_[entry]) count = logit_count_[entry];
+  if (count < 0 || count > done_.logit_count[entry]) count = done_.logit_count[entry];
   const ops::Tensor* raw = penalties_.raw(entry);
   const ops::Tensor rows =
-      raw ? raw->row_slice(0, count) : target_.logits_tensor().row_slice(logit_begin_[entry], count);
+      raw ? raw->row_slice(0, count) : target_.logits_tensor().row_slice(done_.logit_begin[entry], count);
   std::vector<float> out(static_cast<size_t>(rows.numel()));
   target_.backend().download(rows, out.data());
   return out;
 }
 
 std::span<const int32_t> ModelRunner::drafts(size_t entry) const {
-  return std::span<const int32_t>(drafts_).subspan(static_cast<size_t>(draft_begin_[entry]),
-                                                   static_cast<size_t>(draft_count_[entry]));
+  return std::span<const int32_t>(done_.drafts).subspan(static_cast<size_t>(done_.draft_begin[entry]),
+                                                   static_cast<size_t>(done_.draft_count[entry]));
 }
 
 void ModelRunner::write_context(const StepPlan& plan, std::span<const int64_t> keep, const BlockManager& blocks) {
@@ -496,9 +586,9 @@ void ModelRunner::write_context(const StepPlan& plan, std::span<const int64_t> k
     double& total;
     std::chrono::steady_clock::time_point t0;
     ~AddHostTime() { total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
-  } add{host_seconds_, t0};
-  if (std::exchange(set_aside_, false)) return;  // run() set the rows aside
-  if (std::exchange(context_in_step_, false)) return;  // run() wrote every row (launch_context)
+  } add{done_.host_seconds, t0};
+  if (std::exchange(done_.set_aside, false)) return;  // run() set the rows aside
+  if (std::exchange(done_.context_in_step, false)) return;  // run() wrote every row (launch_context)
   // The rows of requests that drafted are written now (their next draft
   // reads them); the others' (prefill chunks, requests that did not draft)
   // wait, as in a step where nobody drafted.
@@ -513,7 +603,7 @@ void ModelRunner::write_context(const StepPlan& plan, std::span<const int64_t> k
       continue;
     }
     ctx.seqs.push_back({static_cast<int64_t>(tap_rows_.size()), keep[i], e.pos0, blocks.table(e.request->id), false});
-    for (int64_t r = 0; r < keep[i]; ++r) tap_rows_.push_back(static_cast<int32_t>(row_begin_[i] + r));
+    for (int64_t r = 0; r < keep[i]; ++r) tap_rows_.push_back(static_cast<int32_t>(done_.row_begin[i] + r));
   }
   if (!ctx.seqs.empty()) write_taps(target_.taps_tensor(), tap_rows_, ctx);
   defer_context(plan, step_rows_, blocks);
@@ -548,9 +638,9 @@ void ModelRunner::defer_context(const StepPlan& plan, std::span<const int64_t> k
   };
   for (size_t i = 0; i < plan.entries.size(); ++i) {
     if (keep[i] <= 0) continue;
-    if (run_begin + run_rows != row_begin_[i]) {
+    if (run_begin + run_rows != done_.row_begin[i]) {
       copy_run();
-      run_begin = row_begin_[i];
+      run_begin = done_.row_begin[i];
       run_rows = 0;
     }
     run_rows += keep[i];

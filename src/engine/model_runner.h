@@ -34,6 +34,7 @@
 // (model_runner_ranks.cpp); greedy steps verify from the combined argmax
 // of the vocabulary shards, others gather the logits first. No graphs yet.
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -58,6 +59,10 @@ struct RunnerOptions {
   int64_t max_rows = 512;      // most rows in one step (buffers are sized for it at start)
   int64_t max_keys = 4096;     // most positions a request reaches (context limit + drafts)
   int64_t spec_rows = 1;       // rows of a decode step at full speculation
+  // Steps are launched behind one another (Engine's overlapped scheduling):
+  // a step in which everyone drafts writes its rows' drafter context itself
+  // on any backend, as on a GPU (prepare()), so the next one can follow it.
+  bool overlap = false;
   // Committed rows whose drafter context waits (see write_context) keep
   // their target taps aside in up to this much backend memory, but room for
   // at least max_rows rows. 128 MiB: ~58k rows of the shipped pair's bf16
@@ -111,10 +116,10 @@ class ModelRunner {
   // Whether the last run() ran a step first met (eagerly, to size lazily
   // sized buffers) or recorded one: slower than the step will be from then
   // on, so not a measurement of what it costs.
-  bool last_run_recorded() const { return recorded_; }
+  bool last_run_recorded() const { return done_.recorded; }
   // Host time of the last run() until it waited for the backend, plus that
   // of the write_context() after it (benchmarks).
-  double last_host_seconds() const { return host_seconds_; }
+  double last_host_seconds() const { return done_.host_seconds; }
 
   // What the target decided for one plan entry: a decode entry keeps
   // drafts(i)[0, accepted) and then `token` (its bonus, or its one sampled
@@ -131,6 +136,26 @@ class ModelRunner {
   // is called once the step is launched and before its verdicts are waited
   // for: host work that can overlap the backend's.
   void run(const StepPlan& plan, const BlockManager& blocks, const std::function<void()>& while_running = {});
+
+  // run() in halves, for overlapped scheduling. launch() queues the step and
+  // returns without waiting; finish() waits for the oldest launched step's
+  // results, which verdict(), drafts(), logits() and write_context() then
+  // read. `ahead`: the plan of the step launched just before and not yet
+  // finished (follow_ok()); every entry of `plan` is then a decode entry of
+  // one of its requests, planned as if that request's entry there kept all
+  // its drafts (pos0 = its pos0 + rows), and the backend puts in what it
+  // kept (its verdicts, Backend::carry_forward) before the step runs: token
+  // for token the step the host would have planned after reading them.
+  void launch(const StepPlan& plan, const BlockManager& blocks, const StepPlan* ahead = nullptr);
+  void finish();
+  // Whether a step may be launched behind the one in flight before its
+  // results are read: one step in flight, whose results need nothing the
+  // next step overwrites (its taps, for a context write after it; its
+  // logits, for penalties), and no tensor parallelism.
+  bool follow_ok() const;
+  // Waits for the backend and drops every launched step's results (after a
+  // step threw).
+  void abandon();
 
   Verdict verdict(size_t entry) const;
   // The draft tokens of plan entry i (decode entries; rows - 1 of them).
@@ -187,6 +212,22 @@ class ModelRunner {
   // (batch size, rows per sequence, drafting, min_keys): one recorded decode step.
   using GraphKey = std::tuple<int64_t, int64_t, bool, int64_t>;
 
+  // A step's layout (per plan entry) and results, from launch() until the
+  // next step is finished.
+  struct Step {
+    std::vector<int64_t> logit_begin, logit_count, draft_begin, draft_count, row_begin;
+    std::vector<int32_t> verdicts, drafts;  // downloads land here
+    size_t entries = 0;
+    bool context_in_step = false;  // the step writes its rows' drafter context itself (launch_context)
+    bool set_aside = false;        // it set its rows aside (nobody drafts)
+    bool penalized = false;
+    bool recorded = false;  // it ran a step first met, or recorded one
+    double host_seconds = 0;
+    uint64_t downloads = 0;  // Backend::mark_downloads after its downloads
+  };
+  // The fixes of the prepared step (seqs: with pads) from the verdicts of
+  // `ahead`, uploaded and queued (launch).
+  void follow(const StepPlan& ahead, const StepPlan& plan, size_t n_seqs);
   // Uploads the step's inputs for `seqs` (the plan's entries, then pads).
   void prepare(std::span<const Seq> seqs, int64_t min_keys);
   // The step's ops: draft, drafts into the target's ids and the acceptance
@@ -233,7 +274,7 @@ class ModelRunner {
   std::unique_ptr<model::KVPool> pool_;
   std::vector<int32_t> scratch_table_;  // blocks past the block manager's, for pads
 
-  bool graphs_on_ = false, recorded_ = false;
+  bool graphs_on_ = false;
   std::vector<int64_t> buckets_, graph_lengths_;
   struct Recorded {
     std::unique_ptr<ops::Graph> graph;
@@ -244,24 +285,23 @@ class ModelRunner {
   // Penalties and logit bias of this step; a step that has them runs eagerly.
   PenaltyStep penalties_;
 
-  // This step: per plan entry ...
-  std::vector<int64_t> logit_begin_, logit_count_, draft_begin_, draft_count_, row_begin_;
+  // The step being launched, those launched and not finished, the last finished.
+  Step cur_, done_;
+  std::deque<Step> flying_;
   int64_t n_seqs_ = 0, n_rows_ = 0, n_logit_rows_ = 0, n_drafts_ = 0;
   bool drafting_ = false;
-  bool context_in_step_ = false;  // this step writes its rows' drafter context itself (launch_context)
-  bool set_aside_ = false;  // run() set the step's rows aside (nobody drafts)
   bool taps_in_store_ = false;  // this eager step's forward writes its taps straight into the store
   std::vector<int64_t> step_rows_;
   int64_t aside_first_ = 0, aside_rows_ = 0;  // where the step's first aside_rows_ rows go in the store
-  double host_seconds_ = 0;
   // Host copies and backend buffers. step_ holds, as i32: the sampling rows
   // [n_logit_rows, kWords], their sequences' starts [n_seqs + 1], then the
   // gather source [drafts (written by the drafter's argmax) | the target's
   // host-known ids | -1], the target's ids as indices into that source,
   // each logits row's draft as such an index, and each row's store row in
   // pending_taps_ (-1: not set aside).
-  std::vector<int32_t> tokens_, anchors_, drafts_, tap_rows_, step_host_, verdicts_;
-  ops::OwnedTensor step_, sampled_, verdicts_dev_, tap_row_ids_, ctx_taps_;
+  std::vector<int32_t> tokens_, anchors_, tap_rows_, step_host_;
+  std::vector<ops::InputFix> fix_host_;
+  ops::OwnedTensor step_, sampled_, verdicts_dev_, tap_row_ids_, ctx_taps_, fixes_;
   size_t src_off_ = 0, ids_idx_off_ = 0, draft_idx_off_ = 0, aside_idx_off_ = 0;
   // Committed rows whose drafter context waits (write_context): per request,
   // runs of consecutive positions in commit order, each with where its taps

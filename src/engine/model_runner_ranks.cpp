@@ -51,15 +51,15 @@ void ModelRunner::verdicts_from_tokens(size_t n) {
   std::vector<int32_t> tokens(static_cast<size_t>(n_logit_rows_));
   if (!tokens.empty())
     target_.backend().download_i32(sampled_.buffer.view(ops::DType::I32, n_logit_rows_, 1), tokens.data());
-  verdicts_.assign(2 * n, 0);
+  done_.verdicts.assign(2 * n, 0);
   for (size_t i = 0; i < n; ++i) {
-    const auto token = [&](int64_t j) { return tokens[static_cast<size_t>(logit_begin_[i] + j)]; };
+    const auto token = [&](int64_t j) { return tokens[static_cast<size_t>(done_.logit_begin[i] + j)]; };
     int64_t a = 0;
-    while (a < logit_count_[i] - 1 && a < draft_count_[i] &&
-           token(a) == drafts_[static_cast<size_t>(draft_begin_[i] + a)])
+    while (a < done_.logit_count[i] - 1 && a < done_.draft_count[i] &&
+           token(a) == done_.drafts[static_cast<size_t>(done_.draft_begin[i] + a)])
       ++a;
-    verdicts_[2 * i] = static_cast<int32_t>(a);
-    verdicts_[2 * i + 1] = token(a);
+    done_.verdicts[2 * i] = static_cast<int32_t>(a);
+    done_.verdicts[2 * i + 1] = token(a);
   }
 }
 

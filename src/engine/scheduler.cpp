@@ -137,11 +137,11 @@ StepPlan Scheduler::schedule(const ChooseRows& choose_rows) {
   return plan;
 }
 
-void Scheduler::finish(Request& request, FinishReason reason) {
+void Scheduler::finish(Request& request, FinishReason reason, bool free_blocks) {
   if (request.state == RequestState::Finished) {
     throw std::logic_error("scheduler: request " + std::to_string(request.id) + " finished twice");
   }
-  blocks_.free(request.id);
+  if (free_blocks) blocks_.free(request.id);
   auto r = std::find(running_.begin(), running_.end(), &request);
   if (r != running_.end()) {
     running_.erase(r);

@@ -79,8 +79,10 @@ class Scheduler {
   StepPlan schedule(const ChooseRows& choose_rows = {});
 
   // The runner is done with a request (stop, length, abort): frees its
-  // blocks, removes it from the queues and marks it Finished.
-  void finish(Request& request, FinishReason reason);
+  // blocks (unless free_blocks is false: a step in flight still writes them,
+  // and the caller frees them after it), removes it from the queues and
+  // marks it Finished.
+  void finish(Request& request, FinishReason reason, bool free_blocks = true);
 
   bool has_work() const { return !waiting_.empty() || !running_.empty(); }
   const std::deque<Request*>& waiting() const { return waiting_; }

@@ -94,6 +94,9 @@ class DFlashDrafter {
   // not the taps, which the caller holds).
   int64_t context_write_row_bytes() const;
   const ops::Tensor& draft_logits() const { return logits_view_; }
+  // The prepared blocks' and context write's flat inputs (see Qwen3Model::step_inputs).
+  const StepInputs& block_inputs() const { return inputs_; }
+  const StepInputs& context_inputs() const { return write_inputs_; }
   // run(), then the logits downloaded.
   void draft(std::span<const int32_t> anchors, const BatchContext& blocks, KVPool& pool, int64_t layer_offset,
              std::vector<float>& logits);

@@ -87,6 +87,8 @@ class Qwen3Model {
   void prepare_batch(std::span<const int32_t> tokens, const BatchContext& batch, KVPool& pool, int64_t min_keys = 0);
   void forward_prepared(KVPool& pool);
   ops::Tensor input_ids() const { return inputs_.ids(); }
+  // The prepared step's flat inputs (overlapped scheduling fixes them on the backend: StepInputs::follow).
+  const StepInputs& step_inputs() const { return inputs_; }
   // Grows the buffers for batches within `limits`, so that such batches move
   // none (buffer_moves()).
   void reserve(const BatchLimits& limits);

@@ -31,23 +31,23 @@ void StepInputs::build(ops::Backend& backend, const BatchContext& batch, int64_t
   host_.clear();
   ids_off_ = 0;
   host_.insert(host_.end(), ids.begin(), ids.end());
-  const size_t q_start_off = host_.size();
+  q_start_off_ = host_.size();
   for (const auto& s : batch.seqs) host_.push_back(static_cast<int32_t>(s.row_begin));
   host_.push_back(rows);
-  const size_t pos0_off = host_.size();
+  pos0_off_ = host_.size();
   for (const auto& s : batch.seqs) host_.push_back(static_cast<int32_t>(s.pos0));
-  const size_t tables_off = host_.size();
+  tables_off_ = host_.size();
   for (const auto& s : batch.seqs) {
     const auto used = static_cast<size_t>((s.pos0 + s.n_rows + block_size - 1) / block_size);
     host_.insert(host_.end(), s.block_table.begin(), s.block_table.begin() + static_cast<std::ptrdiff_t>(used));
     host_.resize(host_.size() + static_cast<size_t>(max_blocks) - used, 0);
   }
-  const size_t positions_off = host_.size();
-  const size_t slots_off = positions_off + static_cast<size_t>(rows);
-  host_.resize(slots_off + static_cast<size_t>(rows));
+  positions_off_ = host_.size();
+  slots_off_ = positions_off_ + static_cast<size_t>(rows);
+  host_.resize(slots_off_ + static_cast<size_t>(rows));
   for (const auto& s : batch.seqs) {
-    int32_t* position = host_.data() + positions_off + s.row_begin;
-    int32_t* slot = host_.data() + slots_off + s.row_begin;
+    int32_t* position = host_.data() + positions_off_ + s.row_begin;
+    int32_t* slot = host_.data() + slots_off_ + s.row_begin;
     for (int64_t p = s.pos0, end = s.pos0 + s.n_rows; p < end;) {
       // The positions p .. run_end - 1 share a block: consecutive slots.
       const int64_t run_end = std::min(end, (p / block_size + 1) * block_size);
@@ -82,11 +82,40 @@ void StepInputs::build(ops::Backend& backend, const BatchContext& batch, int64_t
                          max_keys,
                          max_blocks,
                          static_cast<int32_t>(block_size),
-                         base + q_start_off,
-                         base + pos0_off,
-                         base + tables_off,
-                         base + positions_off,
-                         base + slots_off};
+                         base + q_start_off_,
+                         base + pos0_off_,
+                         base + tables_off_,
+                         base + positions_off_,
+                         base + slots_off_};
+}
+
+void StepInputs::follow(std::span<const SeqFollow> seqs, std::vector<ops::InputFix>& out) const {
+  if (static_cast<int32_t>(seqs.size()) != attn_.n_seqs)
+    throw Error("step inputs: " + std::to_string(seqs.size()) + " sequences to follow for " +
+                std::to_string(attn_.n_seqs));
+  auto* base = static_cast<int32_t*>(device_.data());
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    const SeqFollow& f = seqs[s];
+    if (f.verdict < 0) continue;
+    const int32_t row = host_[q_start_off_ + s], rows = host_[q_start_off_ + s + 1] - row;
+    const int32_t pos0 = host_[pos0_off_ + s];
+    auto fix = [&](size_t offset, int32_t kind, int32_t value, int32_t count) {
+      ops::InputFix x;
+      x.dst = base + offset;
+      x.table = base + tables_off_ + s * static_cast<size_t>(attn_.max_blocks);
+      x.verdict = f.verdict;
+      x.kind = kind;
+      x.value = value;
+      x.count = count;
+      x.block_size = attn_.block_size;
+      out.push_back(x);
+    };
+    fix(pos0_off_ + s, ops::InputFix::kShift, f.shift, 1);
+    if (rows == 0) continue;
+    fix(positions_off_ + static_cast<size_t>(row), ops::InputFix::kShift, f.shift, rows);
+    fix(slots_off_ + static_cast<size_t>(row), ops::InputFix::kSlot, pos0 + f.shift, rows);
+    if (f.anchor) fix(ids_off_ + static_cast<size_t>(row), ops::InputFix::kToken, 0, 1);
+  }
 }
 
 void StepInputs::reserve(ops::Backend& backend, const BatchLimits& limits) {

@@ -12,6 +12,16 @@
 
 namespace flashdraft::model {
 
+// One sequence of a step launched before the step ahead of it has been
+// read back (overlapped scheduling): its inputs were built as if that step
+// kept all its drafts, and the backend fixes them from that step's verdicts
+// (ops::InputFix).
+struct SeqFollow {
+  int32_t verdict = -1;  // the step ahead's verdict row; -1: nothing to fix (a pad)
+  int32_t shift = 0;     // positions move by accepted + shift (<= 0: the host assumed the most)
+  bool anchor = false;   // row 0's id becomes that step's token (the new anchor)
+};
+
 // Which rows of the step need logits.
 enum class LogitRows {
   PerSeq,     // every row of a seq with all_logits, else its last row (the target)
@@ -29,6 +39,10 @@ class StepInputs {
   void build(ops::Backend& backend, const BatchContext& batch, int64_t block_size, std::span<const int32_t> ids,
              LogitRows which, int64_t min_keys = 0);
 
+  // Appends the fixes of the built inputs for `seqs` (one per sequence of
+  // the batch, in order): first position, positions, slots, and anchor ids.
+  void follow(std::span<const SeqFollow> seqs, std::vector<ops::InputFix>& out) const;
+
   // Sizes the device array for any batch within `limits`.
   void reserve(ops::Backend& backend, const BatchLimits& limits);
 
@@ -44,7 +58,8 @@ class StepInputs {
   std::vector<int32_t> host_;
   ops::Buffer device_;
   ops::AttnBatch attn_;
-  size_t ids_off_ = 0, logit_off_ = 0;
+  size_t ids_off_ = 0, logit_off_ = 0, q_start_off_ = 0, pos0_off_ = 0, tables_off_ = 0, positions_off_ = 0,
+         slots_off_ = 0;
   int64_t n_logit_rows_ = 0;
 };
 

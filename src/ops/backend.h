@@ -160,6 +160,29 @@ struct PenaltyRow {
 };
 static_assert(sizeof(PenaltyRow) == PenaltyRow::kWords * 4);
 
+// One edit of a step's inputs that the step queued just before it decides
+// (Backend::carry_forward; overlapped scheduling): the host built them as if
+// every sequence of that step kept all its drafts, and the backend puts in
+// what it kept. Ten 32-bit words, so a step's edits travel as one i32 tensor
+// [n, kWords]; dst and table are addresses in the backend's memory.
+struct InputFix {
+  static constexpr int64_t kWords = 10;
+  enum Kind : int32_t {
+    kShift = 0,  // dst[j * stride] += accepted + value (positions, first positions, sampling rows' positions)
+    kToken = 1,  // dst[j * stride] = token (the next anchor's id)
+    kSlot = 2,   // dst[j * stride] = the KV slot of position value + accepted + j through `table`
+  };
+  int32_t* dst = nullptr;          // the first word edited
+  const int32_t* table = nullptr;  // kSlot: the sequence's block table
+  int32_t verdict = 0;             // row of the earlier step's verdicts {accepted, token} (Backend::accept's out)
+  int32_t kind = kShift;
+  int32_t value = 0;
+  int32_t count = 1;  // words edited
+  int32_t stride = 1;
+  int32_t block_size = 0;  // kSlot
+};
+static_assert(sizeof(InputFix) == InputFix::kWords * 4);
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -189,6 +212,15 @@ class Backend {
   // Backends without a queue of their own copy at once.
   virtual void download_i32_later(const Tensor& src, int32_t* dst) { download_i32(src, dst); }
   virtual void finish_downloads() {}
+  // Closes the downloads queued later since the last mark into one group and
+  // returns its mark; finish_downloads_to(mark) fills only the groups up to
+  // that one, waiting for nothing queued after them: a host reads one step's
+  // results while the step launched behind them runs (overlapped scheduling).
+  virtual uint64_t mark_downloads() { return 0; }
+  virtual void finish_downloads_to(uint64_t mark) {
+    (void)mark;
+    finish_downloads();
+  }
   // dst <- src, same shape, any strides; same dtype, or f32 -> bf16 (rounded
   // to nearest even: the f32 residual stream copied out as the drafter's taps).
   virtual void copy(const Tensor& src, const Tensor& dst) = 0;
@@ -321,6 +353,11 @@ class Backend {
   // Token ids outside [0, vocab) are the caller's bug (checked on the CPU,
   // skipped on the GPU). items or drafts may have 0 rows.
   virtual void penalize(const Tensor& logits, const Tensor& rows, const Tensor& items, const Tensor& drafts) = 0;
+  // Applies fixes (i32 [n, InputFix::kWords], each an InputFix) from
+  // verdicts (i32 [m, 2], the earlier step's accept out), all fixes reading
+  // the verdicts and none reading another's words. An InputFix's verdict
+  // row outside verdicts is the caller's bug (checked on the CPU).
+  virtual void carry_forward(const Tensor& verdicts, const Tensor& fixes) = 0;
 };
 
 // The CPU reference backend (always present).

@@ -30,6 +30,7 @@ const char* op_name(Op op) {
     case Op::Penalize: return "penalize";
     case Op::PagedAttention: return "paged_attention";
     case Op::Copy: return "copy";
+    case Op::CarryForward: return "carry_forward";
   }
   return "?";
 }
@@ -91,6 +92,8 @@ double bf16_bound(const OpCase& c) {
     // Bit for bit: the same IEEE operations, each logit owned by one thread
     // (ops/penalty_math.h).
     case Op::Penalize: return 0.0;
+    // Integer edits: exact.
+    case Op::CarryForward: return 0.0;
     // Scores from bf16-exact q and k accumulate in f32; flash kernels round the
     // probabilities P to bf16 for the tensor-core P.V product (each p off by
     // ~2^-9, giving an NMSE of about one rounding) and round the output: ~6e-6
@@ -153,6 +156,10 @@ struct CaseData {
   HostAttnBatch attn;
   std::vector<int32_t> sample_rows, seq_start;  // sample / accept: SampleRow words; sequence starts
   std::vector<int32_t> penalty_items, drafts;    // penalize (its PenaltyRow words in sample_rows)
+  // carry_forward: the words edited (in ids), the verdicts (in drafts), and
+  // each fix as {dst, table (word offsets into ids), verdict, kind, value,
+  // count, stride, block_size}: bound to a backend's addresses when bound.
+  std::vector<int32_t> fixes;
 };
 
 namespace {
@@ -498,6 +505,14 @@ std::vector<OpCase> op_cases(DType dtype) {
     add(c);
   }
 
+  // ---- carry_forward: the fixes of an overlapped step of n sequences of
+  // `rows` rows (a decode step: 1; a verify: 16), each in four inputs.
+  for (auto [seqs, rows] : {std::pair<int64_t, int64_t>{1, 1}, {8, 16}, {32, 16}, {64, 1}}) {
+    OpCase c{.op = Op::CarryForward, .n = seqs, .dim = rows};
+    c.name = "carry_forward_s" + S(seqs) + "_r" + S(rows);
+    add(c);
+  }
+
   // ---- paged_attention: several sequences of different lengths per batch,
   // shuffled block tables, block size 16. Contexts of 0 and of a few keys make
   // an off-by-one in the mask visible; 32k contexts cover long split-KV paths.
@@ -665,6 +680,35 @@ std::shared_ptr<const CaseData> make_case_data(const OpCase& c, uint64_t seed) {
     case Op::Penalize:
       make_penalty_data(c, rng, *d);
       break;
+    case Op::CarryForward: {
+      // Per sequence, as the runner lays a step out: first position, the
+      // rows' positions and slots (block table of 12 blocks, shuffled ids),
+      // the anchor id, and the sampling rows' position word (stride 8).
+      constexpr int32_t kBlock = 16, kTable = 12, kWordsPerSeq = 8 + 3 * 16 + 8 * 16 + kTable;
+      const auto seqs = static_cast<int32_t>(c.n), rows = static_cast<int32_t>(c.dim);
+      d->ids.resize(static_cast<size_t>(seqs * kWordsPerSeq));
+      for (auto& w : d->ids) w = static_cast<int32_t>(rng.below(1 << 20));
+      d->drafts.resize(static_cast<size_t>(2 * seqs));
+      for (int32_t s = 0; s < seqs; ++s) {
+        d->drafts[2 * s] = static_cast<int32_t>(rng.below(16));       // accepted
+        d->drafts[2 * s + 1] = static_cast<int32_t>(rng.below(151936));  // token
+      }
+      for (int32_t s = 0; s < seqs; ++s) {
+        const int32_t base = s * kWordsPerSeq, table = base + 8 + 3 * 16 + 8 * 16;
+        for (int32_t b = 0; b < kTable; ++b) d->ids[static_cast<size_t>(table + b)] = static_cast<int32_t>(rng.below(5000));
+        const int32_t v = seqs - 1 - s;  // verdict rows in another order than the sequences
+        const int32_t delta = 1 - rows, pos0 = static_cast<int32_t>(rng.below(kTable * kBlock - 2 * 16 - 1)) + 16;
+        auto fix = [&](int32_t dst, int32_t kind, int32_t value, int32_t count, int32_t stride) {
+          d->fixes.insert(d->fixes.end(), {dst, table, v, kind, value, count, stride, kBlock});
+        };
+        fix(base, InputFix::kShift, delta, 1, 1);
+        fix(base + 1, InputFix::kToken, 0, 1, 1);
+        fix(base + 8, InputFix::kShift, delta, rows, 1);
+        fix(base + 8 + 16, InputFix::kSlot, pos0 + delta, rows, 1);
+        fix(base + 8 + 48 + 6, InputFix::kShift, delta, rows, 8);
+      }
+      break;
+    }
     case Op::PagedAttention: {
       d->attn = make_attn_batch(c.seqs, c.block_size, rng.next());
       const int64_t q_w = c.strided ? qkv_w : c.heads * hd, kv_row = c.kv_heads * hd;
@@ -917,6 +961,33 @@ void Bound::setup(const OpCase& c, const CaseData& d) {
       output("logits", x);  // the whole rows: untouched tokens must keep their values
       break;
     }
+    case Op::CarryForward: {
+      keep_.push_back(upload_i32(be_, d.ids));
+      const Tensor words = keep_.back().t;
+      keep_.push_back(upload_i32(be_, d.drafts));
+      const Tensor verdicts = keep_.back().t.reshape(static_cast<int64_t>(d.drafts.size()) / 2, 2);
+      // The fixes name this backend's addresses of the words.
+      std::vector<int32_t> host;
+      for (size_t i = 0; i < d.fixes.size(); i += 8) {
+        const int32_t* f = d.fixes.data() + i;
+        InputFix fix;
+        fix.dst = words.as<int32_t>() + f[0];
+        fix.table = words.as<int32_t>() + f[1];
+        fix.verdict = f[2];
+        fix.kind = f[3];
+        fix.value = f[4];
+        fix.count = f[5];
+        fix.stride = f[6];
+        fix.block_size = f[7];
+        const auto* w = reinterpret_cast<const int32_t*>(&fix);
+        host.insert(host.end(), w, w + InputFix::kWords);
+      }
+      keep_.push_back(upload_i32(be_, host));
+      const Tensor fixes = keep_.back().t.reshape(static_cast<int64_t>(host.size()) / InputFix::kWords, InputFix::kWords);
+      op_ = [this, verdicts, fixes] { be_.carry_forward(verdicts, fixes); };
+      output("words", words);  // all of them: words no fix names must keep their values
+      break;
+    }
     case Op::PagedAttention: {
       attn_ = upload_attn_batch(be_, d.attn);
       const int64_t rows = d.attn.n_rows, q_w = c.heads * hd, kv_w = c.kv_heads * hd;
@@ -986,6 +1057,7 @@ Traffic traffic(const OpCase& c, const Backend& backend) {
       t.bytes = 32 * rows;  // the row words; the touched logits are few
       break;
     }
+    case Op::CarryForward: t.bytes = 8 * n * (4 + 3 * dim) + 40 * 5 * n; break;  // the words read and written, the fixes
     case Op::PagedAttention: {
       const double kv_row = static_cast<double>(c.kv_heads) * hd, q_row = static_cast<double>(c.heads) * hd;
       for (const SeqRows& s : c.seqs) {

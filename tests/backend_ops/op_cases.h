@@ -29,6 +29,7 @@ enum class Op : uint8_t {
   Penalize,  // Backend::penalize: logit bias and penalties, in place, per row
   PagedAttention,
   Copy,  // f32 -> the backend's activation dtype (the residual stream out as taps)
+  CarryForward,  // a step's inputs fixed up from the step before it (overlapped scheduling)
 };
 const char* op_name(Op op);
 

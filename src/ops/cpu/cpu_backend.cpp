@@ -348,6 +348,33 @@ class CpuBackend final : public Backend {
     }
   }
 
+  void carry_forward(const Tensor& verdicts, const Tensor& fixes) override {
+    require(verdicts.dtype == DType::I32 && verdicts.cols == 2 && verdicts.contiguous(), "carry_forward",
+            "verdicts must be contiguous i32 [n, 2]");
+    require(fixes.empty() || (fixes.dtype == DType::I32 && fixes.cols == InputFix::kWords && fixes.contiguous()),
+            "carry_forward", "fixes must be contiguous i32 [n, InputFix::kWords]");
+    for (int64_t i = 0; i < fixes.rows; ++i) {
+      InputFix f;
+      std::memcpy(static_cast<void*>(&f), fixes.as<int32_t>() + i * InputFix::kWords, sizeof f);
+      require(f.verdict >= 0 && f.verdict < verdicts.rows && f.count >= 0, "carry_forward",
+              "fix " + std::to_string(i) + " reads verdict row " + std::to_string(f.verdict) + " of " +
+                  std::to_string(verdicts.rows));
+      const int32_t accepted = verdicts.as<int32_t>()[2 * f.verdict], token = verdicts.as<int32_t>()[2 * f.verdict + 1];
+      for (int32_t j = 0; j < f.count; ++j) {
+        int32_t& w = f.dst[static_cast<int64_t>(j) * f.stride];
+        if (f.kind == InputFix::kShift) {
+          w += accepted + f.value;
+        } else if (f.kind == InputFix::kToken) {
+          w = token;
+        } else {
+          const int32_t pos = f.value + accepted + j;
+          require(pos >= 0 && f.block_size > 0, "carry_forward", "a slot fix at position " + std::to_string(pos));
+          w = f.table[pos / f.block_size] * f.block_size + pos % f.block_size;
+        }
+      }
+    }
+  }
+
  private:
   std::vector<float> scratch_, out_scratch_, weights_;
   std::vector<cpu::PagedSeq> seqs_;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -161,7 +162,8 @@ class CudaBackend final : public Backend {
     };
     for (Staging& s : staging_) release(s);
     for (Staging& s : slots_) release(s);
-    release(later_staging_);
+    for (LaterGroup& g : later_) release(g.staging);
+    for (Staging& s : spare_) release(s);
     matmul_.reset();
     if (stream_) cudaStreamDestroy(stream_);
   }
@@ -232,36 +234,50 @@ class CudaBackend final : public Backend {
     });
   }
 
-  // Into one pinned buffer of its own, packed, then one event: a step's two
-  // small result downloads, which the host reads while the GPU goes on with
-  // the drafter's context write.
+  // Into a pinned buffer of its own per group (mark_downloads), packed, one
+  // event: a step's two small result downloads, which the host reads while
+  // the GPU goes on with the drafter's context write or the next step.
   void download_i32_later(const Tensor& src, int32_t* dst) override {
     expect_tensor(src, DType::I32, "download_i32_later", "src");
     if (src.empty()) return;
     if (!dst) fail("download_i32_later", "dst is null");
     const size_t bytes = static_cast<size_t>(src.rows * src.cols) * sizeof(int32_t);
-    if (later_used_ + bytes > kSlotBytes) {
-      finish_downloads();
-      if (bytes > kSlotBytes) return download_i32(src, dst);
+    if (!later_.empty() && later_.back().open && later_.back().used + bytes > kSlotBytes) finish_downloads();
+    if (bytes > kSlotBytes) return download_i32(src, dst);
+    if (later_.empty() || !later_.back().open) {
+      later_.emplace_back();
+      if (!spare_.empty()) {
+        later_.back().staging = spare_.back();
+        spare_.pop_back();
+      }
+      allocated(later_.back().staging, kSlotBytes);
     }
-    Staging& s = allocated(later_staging_, kSlotBytes);  // free: nothing is pending, or this one's room is
+    LaterGroup& g = later_.back();
     const Tensor t = flat(src);
     const size_t width = static_cast<size_t>(t.cols) * sizeof(int32_t);
-    check(cudaMemcpy2DAsync(static_cast<char*>(s.host) + later_used_, width, element(t, 0, 0),
+    check(cudaMemcpy2DAsync(static_cast<char*>(g.staging.host) + g.used, width, element(t, 0, 0),
                             static_cast<size_t>(row_pitch(t)) * sizeof(int32_t), width, static_cast<size_t>(t.rows),
                             cudaMemcpyDeviceToHost, stream_),
           "download cudaMemcpy2DAsync");
-    check(cudaEventRecord(s.done, stream_), "download cudaEventRecord");
-    later_.push_back({dst, later_used_, bytes});
-    later_used_ += (bytes + 15) / 16 * 16;
+    check(cudaEventRecord(g.staging.done, stream_), "download cudaEventRecord");
+    g.items.push_back({dst, g.used, bytes});
+    g.used += (bytes + 15) / 16 * 16;
+  }
+
+  uint64_t mark_downloads() override {
+    if (!later_.empty() && later_.back().open) {
+      later_.back().open = false;
+      later_.back().mark = ++marks_;
+    }
+    return marks_;
+  }
+
+  void finish_downloads_to(uint64_t mark) override {
+    while (!later_.empty() && !later_.front().open && later_.front().mark <= mark) land_front();
   }
 
   void finish_downloads() override {
-    if (later_.empty()) return;
-    check(cudaEventSynchronize(later_staging_.done), "download: waiting for the copies");
-    for (const Later& l : later_) std::memcpy(l.dst, static_cast<const char*>(later_staging_.host) + l.at, l.bytes);
-    later_.clear();
-    later_used_ = 0;
+    while (!later_.empty()) land_front();
   }
 
   void copy(const Tensor& src, const Tensor& dst) override {
@@ -352,6 +368,9 @@ class CudaBackend final : public Backend {
   void penalize(const Tensor& logits, const Tensor& rows, const Tensor& items, const Tensor& drafts) override {
     cuda::penalize(logits, rows, items, drafts, stream_);
   }
+  void carry_forward(const Tensor& verdicts, const Tensor& fixes) override {
+    cuda::carry_forward(verdicts, fixes, stream_);
+  }
 
  private:
   // s with its pinned memory (`bytes`) and event, made on first use.
@@ -406,14 +425,30 @@ class CudaBackend final : public Backend {
   Staging staging_[2];
   Staging slots_[kSlots];
   int next_slot_ = 0;
-  // download_i32_later's copies in flight: where each lands in later_staging_.
+  // download_i32_later's copies in flight, in groups (mark_downloads), oldest
+  // first, the last one open while no mark has closed it: where each copy
+  // lands in its group's pinned buffer. Buffers of landed groups are reused.
   struct Later {
     int32_t* dst;
     size_t at, bytes;
   };
-  Staging later_staging_;
-  std::vector<Later> later_;
-  size_t later_used_ = 0;
+  struct LaterGroup {
+    Staging staging;
+    std::vector<Later> items;
+    size_t used = 0;
+    bool open = true;
+    uint64_t mark = 0;
+  };
+  void land_front() {
+    LaterGroup& g = later_.front();
+    check(cudaEventSynchronize(g.staging.done), "download: waiting for the copies");
+    for (const Later& l : g.items) std::memcpy(l.dst, static_cast<const char*>(g.staging.host) + l.at, l.bytes);
+    spare_.push_back(g.staging);
+    later_.pop_front();
+  }
+  std::deque<LaterGroup> later_;
+  std::vector<Staging> spare_;
+  uint64_t marks_ = 0;
 };
 
 }  // namespace
