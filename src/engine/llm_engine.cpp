@@ -255,7 +255,10 @@ std::vector<StepOutput> Engine::step() {
   std::optional<Flight> next;
   try {
     next = plan_follower(flight_->plan);
-    if (next) runner_->launch(next->plan, *blocks_, &flight_->plan);
+    if (next) {
+      runner_->launch(next->plan, *blocks_, &flight_->plan);
+      ++followed_steps_;
+    }
     if (costs_) costs_->refit_if_due();
     runner_->finish();
     Flight done = std::move(*flight_);

@@ -168,6 +168,9 @@ class Engine {
   // Steps that met a decode graph first (ran it eagerly or recorded it):
   // a context bucket the start-up capture did not cover.
   int64_t recording_steps() const { return recording_steps_; }
+  // Steps launched behind the step in flight, before its results were read
+  // (overlapped scheduling), of steps() in all.
+  int64_t followed_steps() const { return followed_steps_; }
   // The drafter context written so far, calibration included (benchmarks).
   const ContextWrites& context_writes() const { return runner_->context_writes(); }
 
@@ -200,7 +203,7 @@ class Engine {
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<ModelRunner> runner_;
   GraphCaptureReport graphs_;
-  int64_t recording_steps_ = 0;
+  int64_t recording_steps_ = 0, followed_steps_ = 0;
   std::map<RequestId, std::unique_ptr<Request>> requests_;
   // Finished outside a step (max_tokens 0, abort): reported by the next step.
   std::vector<RequestId> unreported_;

@@ -197,6 +197,13 @@ void ModelRunner::follow(const StepPlan& ahead, const StepPlan& plan, size_t n_s
     const bool decoded = a.kind == ScheduledRequest::Kind::Decode;
     all[i] = {static_cast<int32_t>(j), decoded ? static_cast<int32_t>(1 - a.rows) : 0, true};
   }
+  // The step ahead's own lag, if it followed a step too; this one's goes to the other buffer.
+  const Step& a = flying_.back();
+  const auto ahead_n = static_cast<int64_t>(ahead.entries.size());
+  ops::Backend& be = target_.backend();
+  const ops::Tensor lag_in = a.lag >= 0 ? lags_[a.lag].buffer.view(ops::DType::I32, ahead_n, 1) : ops::Tensor{};
+  cur_.lag = a.lag == 0 ? 1 : 0;
+  auto* lag_out = model::grow_tensor(be, lags_[cur_.lag], ops::DType::I32, options_.max_seqs, 1).as<int32_t>();
   fix_host_.clear();
   target_.step_inputs().follow(all, fix_host_);
   if (drafting_) {
@@ -218,29 +225,36 @@ void ModelRunner::follow(const StepPlan& ahead, const StepPlan& plan, size_t n_s
     if (f.verdict < 0) continue;
     ops::InputFix x;
     x.verdict = f.verdict;
+    x.shift = f.shift;
     x.dst = words + cur_.logit_begin[i] * kWords + kPositionWord;
-    x.value = f.shift;
     x.count = static_cast<int32_t>(cur_.logit_count[i]);
     x.stride = static_cast<int32_t>(kWords);
     fix_host_.push_back(x);
+    x.count = x.stride = 1;
     if (drafting_) {
-      ops::InputFix t;
-      t.verdict = f.verdict;
-      t.kind = ops::InputFix::kToken;
-      t.dst = words + src_off_ + static_cast<size_t>(n_drafts_ + cur_.row_begin[i]);
-      fix_host_.push_back(t);
+      x.kind = ops::InputFix::kToken;
+      x.dst = words + src_off_ + static_cast<size_t>(n_drafts_ + cur_.row_begin[i]);
+      fix_host_.push_back(x);
     }
+    x.kind = ops::InputFix::kLag;
+    x.dst = lag_out + i;
+    fix_host_.push_back(x);
   }
-  ops::Backend& be = target_.backend();
   const auto count = static_cast<int64_t>(fix_host_.size());
   const ops::Tensor fixes = model::grow_tensor(be, fixes_, ops::DType::I32, count, ops::InputFix::kWords);
   be.upload(fixes, fix_host_.data(), ops::DType::I32);
-  be.carry_forward(verdicts_dev_.buffer.view(ops::DType::I32, static_cast<int64_t>(ahead.entries.size()), 2), fixes);
+  be.carry_forward(verdicts_dev_.buffer.view(ops::DType::I32, ahead_n, 2), lag_in, fixes);
 }
 
 void ModelRunner::launch(const StepPlan& plan, const BlockManager& blocks, const StepPlan* ahead) {
   if (ahead && !follow_ok()) throw std::logic_error("model runner: a step launched ahead of one that cannot be followed");
   const auto t0 = std::chrono::steady_clock::now();
+  // Anchors of a step following another are that step's tokens, put in on the backend (follow).
+  struct Following {
+    bool& flag;
+    Following(bool& f, bool on) : flag(f) { flag = on; }
+    ~Following() { flag = false; }
+  } following{following_, ahead != nullptr};
   // A step in which nobody drafts sets all its rows aside (write_context):
   // booked below, the taps moved into the store by the step itself
   // (scatter_rows, recorded in its graph), so the host adds no copy to the
@@ -379,7 +393,7 @@ void ModelRunner::prepare(std::span<const Seq> seqs, int64_t min_keys) {
       // Only the verified rows get logits (the lm_head is most of a short
       // draft's cost on the CPU).
       const int64_t block = std::max(s.rows, options_.spec_rows);
-      anchors_.push_back(s.request ? s.request->anchor() : 0);
+      anchors_.push_back(s.request && !following_ ? s.request->anchor() : 0);
       blocks_ctx.seqs.push_back({row, block, s.pos0, s.table, true, s.rows - 1});
       row += block;
       cur_.draft_begin[i] = n_drafts_;
@@ -400,7 +414,7 @@ void ModelRunner::prepare(std::span<const Seq> seqs, int64_t min_keys) {
     const Seq& s = seqs[i];
     cur_.row_begin[i] = static_cast<int64_t>(tokens_.size());
     if (s.decode) {
-      tokens_.push_back(s.request ? s.request->anchor() : 0);
+      tokens_.push_back(s.request && !following_ ? s.request->anchor() : 0);
       tokens_.resize(tokens_.size() + static_cast<size_t>(s.rows - 1), 0);
     } else {
       for (int64_t p = s.pos0; p < s.pos0 + s.rows; ++p) tokens_.push_back(s.request->token(p));

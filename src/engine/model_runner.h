@@ -224,6 +224,7 @@ class ModelRunner {
     bool recorded = false;  // it ran a step first met, or recorded one
     double host_seconds = 0;
     uint64_t downloads = 0;  // Backend::mark_downloads after its downloads
+    int lag = -1;  // which of lags_ holds how far its positions were off the host's (-1: not at all)
   };
   // The fixes of the prepared step (seqs: with pads) from the verdicts of
   // `ahead`, uploaded and queued (launch).
@@ -290,6 +291,7 @@ class ModelRunner {
   std::deque<Step> flying_;
   int64_t n_seqs_ = 0, n_rows_ = 0, n_logit_rows_ = 0, n_drafts_ = 0;
   bool drafting_ = false;
+  bool following_ = false;  // launching a step behind one whose results are unread
   bool taps_in_store_ = false;  // this eager step's forward writes its taps straight into the store
   std::vector<int64_t> step_rows_;
   int64_t aside_first_ = 0, aside_rows_ = 0;  // where the step's first aside_rows_ rows go in the store
@@ -301,7 +303,7 @@ class ModelRunner {
   // pending_taps_ (-1: not set aside).
   std::vector<int32_t> tokens_, anchors_, tap_rows_, step_host_;
   std::vector<ops::InputFix> fix_host_;
-  ops::OwnedTensor step_, sampled_, verdicts_dev_, tap_row_ids_, ctx_taps_, fixes_;
+  ops::OwnedTensor step_, sampled_, verdicts_dev_, tap_row_ids_, ctx_taps_, fixes_, lags_[2];
   size_t src_off_ = 0, ids_idx_off_ = 0, draft_idx_off_ = 0, aside_idx_off_ = 0;
   // Committed rows whose drafter context waits (write_context): per request,
   // runs of consecutive positions in commit order, each with where its taps

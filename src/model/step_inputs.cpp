@@ -99,22 +99,23 @@ void StepInputs::follow(std::span<const SeqFollow> seqs, std::vector<ops::InputF
     if (f.verdict < 0) continue;
     const int32_t row = host_[q_start_off_ + s], rows = host_[q_start_off_ + s + 1] - row;
     const int32_t pos0 = host_[pos0_off_ + s];
-    auto fix = [&](size_t offset, int32_t kind, int32_t value, int32_t count) {
+    auto fix = [&](size_t offset, int32_t kind, int32_t count) {
       ops::InputFix x;
       x.dst = base + offset;
       x.table = base + tables_off_ + s * static_cast<size_t>(attn_.max_blocks);
       x.verdict = f.verdict;
       x.kind = kind;
-      x.value = value;
+      x.shift = f.shift;
+      x.value = pos0;
       x.count = count;
       x.block_size = attn_.block_size;
       out.push_back(x);
     };
-    fix(pos0_off_ + s, ops::InputFix::kShift, f.shift, 1);
+    fix(pos0_off_ + s, ops::InputFix::kShift, 1);
     if (rows == 0) continue;
-    fix(positions_off_ + static_cast<size_t>(row), ops::InputFix::kShift, f.shift, rows);
-    fix(slots_off_ + static_cast<size_t>(row), ops::InputFix::kSlot, pos0 + f.shift, rows);
-    if (f.anchor) fix(ids_off_ + static_cast<size_t>(row), ops::InputFix::kToken, 0, 1);
+    fix(positions_off_ + static_cast<size_t>(row), ops::InputFix::kShift, rows);
+    fix(slots_off_ + static_cast<size_t>(row), ops::InputFix::kSlot, rows);
+    if (f.anchor) fix(ids_off_ + static_cast<size_t>(row), ops::InputFix::kToken, 1);
   }
 }
 

@@ -163,23 +163,30 @@ static_assert(sizeof(PenaltyRow) == PenaltyRow::kWords * 4);
 // One edit of a step's inputs that the step queued just before it decides
 // (Backend::carry_forward; overlapped scheduling): the host built them as if
 // every sequence of that step kept all its drafts, and the backend puts in
-// what it kept. Ten 32-bit words, so a step's edits travel as one i32 tensor
-// [n, kWords]; dst and table are addresses in the backend's memory.
+// what it kept. A fix moves its words by d = accepted + lag + shift, where
+// accepted is the earlier step's verdict for the sequence and lag how far
+// that step's own positions were off the host's (a step planned the same
+// way; 0 for one planned from read results). Twelve 32-bit words, so a
+// step's fixes travel as one i32 tensor [n, kWords]; dst and table are
+// addresses in the backend's memory.
 struct InputFix {
-  static constexpr int64_t kWords = 10;
+  static constexpr int64_t kWords = 12;
   enum Kind : int32_t {
-    kShift = 0,  // dst[j * stride] += accepted + value (positions, first positions, sampling rows' positions)
+    kShift = 0,  // dst[j * stride] += d (positions, first positions, sampling rows' positions)
     kToken = 1,  // dst[j * stride] = token (the next anchor's id)
-    kSlot = 2,   // dst[j * stride] = the KV slot of position value + accepted + j through `table`
+    kSlot = 2,   // dst[j * stride] = the KV slot of position value + d + j through `table`
+    kLag = 3,    // dst[j * stride] = d (this step's lag, for the step after it)
   };
   int32_t* dst = nullptr;          // the first word edited
   const int32_t* table = nullptr;  // kSlot: the sequence's block table
-  int32_t verdict = 0;             // row of the earlier step's verdicts {accepted, token} (Backend::accept's out)
+  int32_t verdict = 0;  // row of the earlier step's verdicts {accepted, token} (Backend::accept's out) and lag
   int32_t kind = kShift;
-  int32_t value = 0;
+  int32_t shift = 0;
+  int32_t value = 0;  // kSlot: the host's position of word 0
   int32_t count = 1;  // words edited
   int32_t stride = 1;
   int32_t block_size = 0;  // kSlot
+  int32_t unused = 0;
 };
 static_assert(sizeof(InputFix) == InputFix::kWords * 4);
 
@@ -354,10 +361,10 @@ class Backend {
   // skipped on the GPU). items or drafts may have 0 rows.
   virtual void penalize(const Tensor& logits, const Tensor& rows, const Tensor& items, const Tensor& drafts) = 0;
   // Applies fixes (i32 [n, InputFix::kWords], each an InputFix) from
-  // verdicts (i32 [m, 2], the earlier step's accept out), all fixes reading
-  // the verdicts and none reading another's words. An InputFix's verdict
-  // row outside verdicts is the caller's bug (checked on the CPU).
-  virtual void carry_forward(const Tensor& verdicts, const Tensor& fixes) = 0;
+  // verdicts (i32 [m, 2], the earlier step's accept out) and lag (i32 [m, 1];
+  // empty: all 0), no fix reading another's words. A verdict row outside
+  // verdicts is the caller's bug (checked on the CPU).
+  virtual void carry_forward(const Tensor& verdicts, const Tensor& lag, const Tensor& fixes) = 0;
 };
 
 // The CPU reference backend (always present).

@@ -156,10 +156,11 @@ struct CaseData {
   HostAttnBatch attn;
   std::vector<int32_t> sample_rows, seq_start;  // sample / accept: SampleRow words; sequence starts
   std::vector<int32_t> penalty_items, drafts;    // penalize (its PenaltyRow words in sample_rows)
-  // carry_forward: the words edited (in ids), the verdicts (in drafts), and
-  // each fix as {dst, table (word offsets into ids), verdict, kind, value,
-  // count, stride, block_size}: bound to a backend's addresses when bound.
-  std::vector<int32_t> fixes;
+  // carry_forward: the words edited (in ids), the verdicts (in drafts), the
+  // lag (empty: none), and each fix as {dst, table (word offsets into ids),
+  // verdict, kind, shift, value, count, stride, block_size}: bound to a
+  // backend's addresses when bound.
+  std::vector<int32_t> fixes, lag;
 };
 
 namespace {
@@ -693,19 +694,26 @@ std::shared_ptr<const CaseData> make_case_data(const OpCase& c, uint64_t seed) {
         d->drafts[2 * s] = static_cast<int32_t>(rng.below(16));       // accepted
         d->drafts[2 * s + 1] = static_cast<int32_t>(rng.below(151936));  // token
       }
+      // A step following one that followed another carries a lag (how far
+      // that one's positions were off, <= 0); the others none.
+      if (seqs % 2 == 0) {
+        d->lag.resize(static_cast<size_t>(seqs));
+        for (auto& l : d->lag) l = -static_cast<int32_t>(rng.below(16));
+      }
       for (int32_t s = 0; s < seqs; ++s) {
         const int32_t base = s * kWordsPerSeq, table = base + 8 + 3 * 16 + 8 * 16;
         for (int32_t b = 0; b < kTable; ++b) d->ids[static_cast<size_t>(table + b)] = static_cast<int32_t>(rng.below(5000));
         const int32_t v = seqs - 1 - s;  // verdict rows in another order than the sequences
-        const int32_t delta = 1 - rows, pos0 = static_cast<int32_t>(rng.below(kTable * kBlock - 2 * 16 - 1)) + 16;
-        auto fix = [&](int32_t dst, int32_t kind, int32_t value, int32_t count, int32_t stride) {
-          d->fixes.insert(d->fixes.end(), {dst, table, v, kind, value, count, stride, kBlock});
+        const int32_t shift = 1 - rows, pos0 = static_cast<int32_t>(rng.below(kTable * kBlock - 3 * 16 - 1)) + 32;
+        auto fix = [&](int32_t dst, int32_t kind, int32_t count, int32_t stride) {
+          d->fixes.insert(d->fixes.end(), {dst, table, v, kind, shift, pos0, count, stride, kBlock});
         };
-        fix(base, InputFix::kShift, delta, 1, 1);
-        fix(base + 1, InputFix::kToken, 0, 1, 1);
-        fix(base + 8, InputFix::kShift, delta, rows, 1);
-        fix(base + 8 + 16, InputFix::kSlot, pos0 + delta, rows, 1);
-        fix(base + 8 + 48 + 6, InputFix::kShift, delta, rows, 8);
+        fix(base, InputFix::kShift, 1, 1);
+        fix(base + 1, InputFix::kToken, 1, 1);
+        fix(base + 2, InputFix::kLag, 1, 1);
+        fix(base + 8, InputFix::kShift, rows, 1);
+        fix(base + 8 + 16, InputFix::kSlot, rows, 1);
+        fix(base + 8 + 48 + 6, InputFix::kShift, rows, 8);
       }
       break;
     }
@@ -966,25 +974,31 @@ void Bound::setup(const OpCase& c, const CaseData& d) {
       const Tensor words = keep_.back().t;
       keep_.push_back(upload_i32(be_, d.drafts));
       const Tensor verdicts = keep_.back().t.reshape(static_cast<int64_t>(d.drafts.size()) / 2, 2);
+      Tensor lag;
+      if (!d.lag.empty()) {
+        keep_.push_back(upload_i32(be_, d.lag));
+        lag = keep_.back().t;
+      }
       // The fixes name this backend's addresses of the words.
       std::vector<int32_t> host;
-      for (size_t i = 0; i < d.fixes.size(); i += 8) {
+      for (size_t i = 0; i < d.fixes.size(); i += 9) {
         const int32_t* f = d.fixes.data() + i;
         InputFix fix;
         fix.dst = words.as<int32_t>() + f[0];
         fix.table = words.as<int32_t>() + f[1];
         fix.verdict = f[2];
         fix.kind = f[3];
-        fix.value = f[4];
-        fix.count = f[5];
-        fix.stride = f[6];
-        fix.block_size = f[7];
+        fix.shift = f[4];
+        fix.value = f[5];
+        fix.count = f[6];
+        fix.stride = f[7];
+        fix.block_size = f[8];
         const auto* w = reinterpret_cast<const int32_t*>(&fix);
         host.insert(host.end(), w, w + InputFix::kWords);
       }
       keep_.push_back(upload_i32(be_, host));
       const Tensor fixes = keep_.back().t.reshape(static_cast<int64_t>(host.size()) / InputFix::kWords, InputFix::kWords);
-      op_ = [this, verdicts, fixes] { be_.carry_forward(verdicts, fixes); };
+      op_ = [this, verdicts, lag, fixes] { be_.carry_forward(verdicts, lag, fixes); };
       output("words", words);  // all of them: words no fix names must keep their values
       break;
     }
@@ -1057,7 +1071,7 @@ Traffic traffic(const OpCase& c, const Backend& backend) {
       t.bytes = 32 * rows;  // the row words; the touched logits are few
       break;
     }
-    case Op::CarryForward: t.bytes = 8 * n * (4 + 3 * dim) + 40 * 5 * n; break;  // the words read and written, the fixes
+    case Op::CarryForward: t.bytes = 8 * n * (4 + 3 * dim) + 48 * 6 * n; break;  // the words read and written, the fixes
     case Op::PagedAttention: {
       const double kv_row = static_cast<double>(c.kv_heads) * hd, q_row = static_cast<double>(c.heads) * hd;
       for (const SeqRows& s : c.seqs) {

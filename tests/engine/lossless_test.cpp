@@ -86,6 +86,18 @@ TEST(LosslessReference, PlainGreedy) {
   if (!HasFailure()) std::ofstream(kReferenceFile) << nlohmann::json(plain).dump();
 }
 
+TEST(LosslessReference, PlainOverlapped) {
+  EngineConfig c;
+  c.overlap_scheduling = true;
+  c.max_running = 8;
+  c.num_kv_blocks = pool_for(8);
+  auto r = run_all(nullptr, c, humaneval_prompts(), greedy(kNewTokens));
+  std::printf("plain, overlapped: %lld of %lld steps launched ahead of the results\n",
+              static_cast<long long>(r.followed_steps), static_cast<long long>(r.steps));
+  expect_identical(r.tokens, "plain, overlapped");
+  EXPECT_GT(r.followed_steps, r.steps / 2);
+}
+
 class LosslessDrafter : public ::testing::TestWithParam<const char*> {
  protected:
   bool adaptive() const { return std::string(GetParam()) == "drafter-swa"; }
@@ -144,6 +156,22 @@ TEST_P(LosslessDrafter, PreemptedByATinyKVPool) {
   EXPECT_GT(r.preemptions, 10);
   expect_identical(r.tokens, std::string(GetParam()) + ", tiny KV pool");
   expect_drafted(r);
+}
+
+// Overlapped scheduling (each step launched before the results of the one
+// ahead are read, its positions fixed on the backend): the same tokens.
+TEST_P(LosslessDrafter, Overlapped) {
+  EngineConfig c = config();
+  c.overlap_scheduling = true;
+  c.max_running = adaptive() ? 1 : 8;
+  c.num_kv_blocks = pool_for(c.max_running);
+  c.num_speculative_tokens = 7;
+  auto r = run_all(&shipped().drafter(GetParam()), c, humaneval_prompts(), greedy(kNewTokens));
+  std::printf("%s, overlapped: %lld of %lld steps launched ahead of the results\n", GetParam(),
+              static_cast<long long>(r.followed_steps), static_cast<long long>(r.steps));
+  expect_identical(r.tokens, std::string(GetParam()) + ", overlapped");
+  expect_drafted(r);
+  EXPECT_GT(r.followed_steps, r.steps / 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shipped, LosslessDrafter, ::testing::Values("drafter-full", "drafter-swa"),

@@ -74,6 +74,8 @@ RunResult run_all(model::DFlashDrafter* drafter, const EngineConfig& config, con
   r.stats = engine.stats();
   r.preemptions = engine.preemptions();
   r.recording_steps = engine.recording_steps();
+  r.steps = engine.steps();
+  r.followed_steps = engine.followed_steps();
   return r;
 }
 

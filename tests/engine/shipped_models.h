@@ -45,6 +45,7 @@ struct RunResult {
   int64_t preemptions = 0;
   std::vector<int64_t> request_preemptions;
   int64_t recording_steps = 0;  // Engine::recording_steps
+  int64_t steps = 0, followed_steps = 0;  // Engine::steps, Engine::followed_steps
 };
 // `models` (default: shipped()) holds the target; drafter, if any, must be one of its drafters.
 // With params.seed set, prompt i is seeded with *params.seed + i.

@@ -12,12 +12,15 @@ target_compile_definitions(engine_lossless_tests PRIVATE
   FD_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
   FD_FIXTURES_DIR="${PROJECT_SOURCE_DIR}/tests/fixtures"
   FD_BINARY_DIR="${CMAKE_CURRENT_BINARY_DIR}")
-add_test(NAME engine_lossless_reference COMMAND engine_lossless_tests --gtest_filter=LosslessReference.*)
+add_test(NAME engine_lossless_reference COMMAND engine_lossless_tests --gtest_filter=LosslessReference.PlainGreedy)
 # One BLAS thread per test process: ctest runs several at once on few cores.
 set_tests_properties(engine_lossless_reference PROPERTIES FIXTURES_SETUP plain_greedy_reference LABELS slow
   ENVIRONMENT OPENBLAS_NUM_THREADS=1)
+add_test(NAME engine_lossless_plain_overlapped COMMAND engine_lossless_tests --gtest_filter=LosslessReference.PlainOverlapped)
+set_tests_properties(engine_lossless_plain_overlapped PROPERTIES
+  FIXTURES_REQUIRED plain_greedy_reference LABELS slow ENVIRONMENT OPENBLAS_NUM_THREADS=1)
 foreach(drafter Full Swa)
-  foreach(mode OneRequestAtATime EightConcurrent PreemptedByATinyKVPool)
+  foreach(mode OneRequestAtATime EightConcurrent PreemptedByATinyKVPool Overlapped)
     add_test(NAME engine_lossless_${drafter}_${mode}
       COMMAND engine_lossless_tests --gtest_filter=Shipped/LosslessDrafter.${mode}/${drafter})
     set_tests_properties(engine_lossless_${drafter}_${mode} PROPERTIES

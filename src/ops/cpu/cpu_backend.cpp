@@ -348,9 +348,11 @@ class CpuBackend final : public Backend {
     }
   }
 
-  void carry_forward(const Tensor& verdicts, const Tensor& fixes) override {
+  void carry_forward(const Tensor& verdicts, const Tensor& lag, const Tensor& fixes) override {
     require(verdicts.dtype == DType::I32 && verdicts.cols == 2 && verdicts.contiguous(), "carry_forward",
             "verdicts must be contiguous i32 [n, 2]");
+    require(lag.empty() || (lag.dtype == DType::I32 && lag.cols == 1 && lag.rows == verdicts.rows), "carry_forward",
+            "lag must be i32 [verdicts.rows, 1] or empty");
     require(fixes.empty() || (fixes.dtype == DType::I32 && fixes.cols == InputFix::kWords && fixes.contiguous()),
             "carry_forward", "fixes must be contiguous i32 [n, InputFix::kWords]");
     for (int64_t i = 0; i < fixes.rows; ++i) {
@@ -359,15 +361,18 @@ class CpuBackend final : public Backend {
       require(f.verdict >= 0 && f.verdict < verdicts.rows && f.count >= 0, "carry_forward",
               "fix " + std::to_string(i) + " reads verdict row " + std::to_string(f.verdict) + " of " +
                   std::to_string(verdicts.rows));
-      const int32_t accepted = verdicts.as<int32_t>()[2 * f.verdict], token = verdicts.as<int32_t>()[2 * f.verdict + 1];
+      const int32_t* v = verdicts.as<int32_t>() + 2 * f.verdict;
+      const int32_t d = v[0] + (lag.empty() ? 0 : lag.as<int32_t>()[f.verdict * lag.ld]) + f.shift;
       for (int32_t j = 0; j < f.count; ++j) {
         int32_t& w = f.dst[static_cast<int64_t>(j) * f.stride];
         if (f.kind == InputFix::kShift) {
-          w += accepted + f.value;
+          w += d;
         } else if (f.kind == InputFix::kToken) {
-          w = token;
+          w = v[1];
+        } else if (f.kind == InputFix::kLag) {
+          w = d;
         } else {
-          const int32_t pos = f.value + accepted + j;
+          const int32_t pos = f.value + d + j;
           require(pos >= 0 && f.block_size > 0, "carry_forward", "a slot fix at position " + std::to_string(pos));
           w = f.table[pos / f.block_size] * f.block_size + pos % f.block_size;
         }

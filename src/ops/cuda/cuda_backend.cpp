@@ -368,8 +368,8 @@ class CudaBackend final : public Backend {
   void penalize(const Tensor& logits, const Tensor& rows, const Tensor& items, const Tensor& drafts) override {
     cuda::penalize(logits, rows, items, drafts, stream_);
   }
-  void carry_forward(const Tensor& verdicts, const Tensor& fixes) override {
-    cuda::carry_forward(verdicts, fixes, stream_);
+  void carry_forward(const Tensor& verdicts, const Tensor& lag, const Tensor& fixes) override {
+    cuda::carry_forward(verdicts, lag, fixes, stream_);
   }
 
  private:

@@ -28,7 +28,7 @@ void sample(const Tensor& logits, const Tensor& rows, const Tensor& out, cudaStr
 void accept(const Tensor& logits, const Tensor& rows, const Tensor& seq_start, const Tensor& tokens, const Tensor& out,
             cudaStream_t stream);
 void penalize(const Tensor& logits, const Tensor& rows, const Tensor& items, const Tensor& drafts, cudaStream_t stream);
-void carry_forward(const Tensor& verdicts, const Tensor& fixes, cudaStream_t stream);
+void carry_forward(const Tensor& verdicts, const Tensor& lag, const Tensor& fixes, cudaStream_t stream);
 // Backend::copy from f32 to bf16 (same-dtype copies are cudaMemcpy2D).
 void convert_rows(const Tensor& src, const Tensor& dst, cudaStream_t stream);
 void fill_nan(const Tensor& t, cudaStream_t stream);
