@@ -139,6 +139,7 @@ std::unique_ptr<engine::Engine> make_engine(model::Qwen3Model& target, model::DF
                                             const EngineOptions& o, std::vector<int32_t> eos, std::FILE* log) {
   engine::EngineConfig c;
   c.enforce_eager = o.enforce_eager;
+  if (o.disable_overlap_schedule) c.overlap_scheduling = false;
   c.max_model_len = check_limits(o, target.config());
   c.eos_token_ids = std::move(eos);
   const int64_t block = drafter ? drafter->config().block_size : 1;

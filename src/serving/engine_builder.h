@@ -40,6 +40,7 @@ struct EngineOptions {
   int64_t max_num_seqs = engine::EngineConfig{}.max_running;                      // sequences running at once
   int64_t max_num_batched_tokens = engine::EngineConfig{}.max_tokens_per_step;  // rows of one forward
   bool enforce_eager = false;  // no recorded graphs (CUDA): every step launches its kernels
+  bool disable_overlap_schedule = false;  // plan each step after reading the last (EngineConfig::overlap_scheduling)
   // Ranks the target and drafter are split over (--tensor-parallel-size;
   // model/tensor_parallel.h): threads with CPU backends on cpu, one GPU each
   // over NCCL on cuda. 1: no splitting, today's single-backend path.

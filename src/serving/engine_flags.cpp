@@ -80,6 +80,9 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f, const std::string& max_num_
       ->type_name("FRACTION");
   cmd.add_flag("--enforce-eager", e.enforce_eager,
                "CUDA: launch every kernel of every step instead of replaying recorded graphs (slower; for debugging)");
+  cmd.add_flag("--disable-overlap-schedule", e.disable_overlap_schedule,
+               "CUDA: plan each step after reading the last one's results instead of launching it while that one "
+               "runs (slower; the same tokens)");
   cmd.add_option("--max-model-len", e.max_model_len,
                  "Longest prompt + output a request may have (default: the model's max_position_embeddings)")
       ->check(kAtLeastOne)

@@ -21,7 +21,7 @@ struct EngineFlags {
   std::string draft_model, speculative_config;
   int num_speculative_tokens = 0;
   bool no_adaptive_speculation = false;  // draft num_speculative_tokens every step
-  // device, load_format, gpu_memory_utilization, enforce_eager,
+  // device, load_format, gpu_memory_utilization, enforce_eager, disable_overlap_schedule,
   // tensor_parallel_size, max_model_len, max_num_seqs, max_num_batched_tokens
   // as given (or the defaults); model and speculative come from engine_options().
   EngineOptions engine;

@@ -5,7 +5,9 @@
 // at once; and how many prompts' greedy outputs agree exactly between CPU
 // and GPU; seeded sampling on the GPU: independent of the batch, DFlash's
 // tokens equal to plain sampling's, and distributed as the CPU reference
-// says. Every test reports SKIPPED on a machine without a GPU.
+// says; graphs against eager launches and overlapped scheduling against
+// serial steps: the same tokens. Every test reports SKIPPED on a machine
+// without a GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -194,6 +196,50 @@ TEST_P(GpuGraphs, SameTokensAsEager) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shipped, GpuGraphs,
+                         ::testing::Values(Mode{nullptr, 1}, Mode{nullptr, 8}, Mode{"drafter-full", 1},
+                                           Mode{"drafter-full", 8}, Mode{"drafter-swa", 8}),
+                         [](const auto& info) {
+                           const std::string d = info.param.drafter ? info.param.drafter : "";
+                           return std::string(d.empty() ? "Plain" : d == "drafter-full" ? "Full" : "Swa") + "_" +
+                                  std::to_string(info.param.running);
+                         });
+
+// Overlapped scheduling (the default on a GPU: each step launched before the
+// one ahead of it is read back, its positions fixed on the GPU) against steps
+// planned after reading the results: the same tokens, greedy and seeded.
+class GpuOverlap : public Gpu, public ::testing::WithParamInterface<Mode> {};
+
+TEST_P(GpuOverlap, SameTokensAsSerialSteps) {
+  const Mode m = GetParam();
+  auto& models = shipped("cuda");
+  model::DFlashDrafter* drafter = m.drafter ? &models.drafter(m.drafter) : nullptr;
+  for (const SamplingParams& params : {greedy(kNewTokens), sampling(kNewTokens, 11)}) {
+    RunResult runs[2];
+    for (const bool overlap : {true, false}) {
+      EngineConfig c;
+      c.max_running = m.running;
+      c.num_kv_blocks = pool_for(m.running);
+      c.overlap_scheduling = overlap;
+      runs[overlap ? 0 : 1] = run_all(drafter, c, humaneval_prompts(), params, &models);
+    }
+    ASSERT_EQ(runs[0].tokens.size(), runs[1].tokens.size());
+    int differ = 0;
+    for (size_t i = 0; i < runs[0].tokens.size(); ++i)
+      if (runs[0].tokens[i] != runs[1].tokens[i] && ++differ <= 3)
+        ADD_FAILURE() << humaneval_prompts()[i].task_id << " differs between overlapped and serial steps";
+    std::printf("[gpu overlap] %s, %lld running, %s: %d of %zu prompts differ between overlapped and serial steps; "
+                "%lld of %lld steps launched ahead of the results, draft lengths %s\n",
+                m.drafter ? m.drafter : "plain", static_cast<long long>(m.running),
+                params.temperature > 0 ? "seeded sampling" : "greedy", differ, runs[0].tokens.size(),
+                static_cast<long long>(runs[0].followed_steps), static_cast<long long>(runs[0].steps),
+                runs[0].stats.lengths_summary().c_str());
+    EXPECT_EQ(differ, 0);
+    EXPECT_GT(runs[0].followed_steps, runs[0].steps / 2);
+    EXPECT_EQ(runs[1].followed_steps, 0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shipped, GpuOverlap,
                          ::testing::Values(Mode{nullptr, 1}, Mode{nullptr, 8}, Mode{"drafter-full", 1},
                                            Mode{"drafter-full", 8}, Mode{"drafter-swa", 8}),
                          [](const auto& info) {
