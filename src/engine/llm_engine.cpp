@@ -261,6 +261,8 @@ std::vector<StepOutput> Engine::step() {
     }
     if (costs_) costs_->refit_if_due();
     runner_->finish();
+    // The step behind starts on the backend as this one's results land.
+    if (next) next->started = std::chrono::steady_clock::now();
     Flight done = std::move(*flight_);
     flight_ = std::move(next);
     complete(done, flight_ ? &flight_->plan : nullptr, out);
@@ -448,11 +450,8 @@ void Engine::complete(Flight& f, const StepPlan* next, std::vector<StepOutput>& 
         shape.add_prefill(e.pos0, e.rows);
       }
     }
-    // A step launched behind another began when that one was read.
-    const auto began = std::max(f.started, last_read_);
-    costs_->observe(shape, seconds(std::chrono::steady_clock::now() - began), 1.0, /*refit_now=*/false);
+    costs_->observe(shape, seconds(std::chrono::steady_clock::now() - f.started), 1.0, /*refit_now=*/false);
   }
-  last_read_ = std::chrono::steady_clock::now();
   for (Request* r : stopped_requests) {
     r->finished_at = std::chrono::steady_clock::now();
     // The step launched behind this one may still write its blocks.

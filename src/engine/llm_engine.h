@@ -182,6 +182,8 @@ class Engine {
   // A planned step, from planning until its results are read.
   struct Flight {
     StepPlan plan;
+    // Planned, or (launched behind another) when that one's results landed:
+    // the start of its measured time.
     std::chrono::steady_clock::time_point started;
   };
   std::optional<Flight> plan_step();
@@ -212,7 +214,6 @@ class Engine {
   bool in_step_ = false;
   bool overlap_ = false;
   std::optional<Flight> flight_;  // launched, results not read yet (overlapped scheduling)
-  std::chrono::steady_clock::time_point last_read_{};
   // Requests that stopped while a step launched behind theirs still ran
   // them: their blocks are freed, and their records (taken meanwhile) let
   // go, once that step is read.

@@ -66,6 +66,13 @@ ModelRunner::ModelRunner(model::Qwen3Model& target, model::DFlashDrafter* drafte
     if (be.device() != ops::Device::CPU)
       pending_taps_ = be.alloc_tensor(be.activation_dtype(), pending_capacity_, tap_width_);
   }
+  if (options_.overlap) {
+    // follow()'s buffers, for the largest step (at most 14 fixes a sequence):
+    // sized now, since growing one later would count as a buffer move and
+    // record every graph again.
+    model::grow_tensor(be, fixes_, ops::DType::I32, 16 * options_.max_seqs, ops::InputFix::kWords);
+    for (auto& lag : lags_) model::grow_tensor(be, lag, ops::DType::I32, options_.max_seqs, 1);
+  }
   if (!target_.peers().empty()) start_ranks();
   graphs_on_ = !options_.enforce_eager && be.supports_graphs() && !target_.shard().active();
   if (!graphs_on_) return;
