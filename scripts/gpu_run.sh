@@ -2,7 +2,7 @@
 # One call on the lent GPU machine: build (scripts/device_build.sh), then the
 # GPU tests and benchmarks, logs under $OUT (default ./gpu-out). Needs
 # .carry (scripts/device_fetch_debs.sh: packages and configs) carried with the call.
-# Usage: bash scripts/gpu_run.sh [tests] [bench] [cycle] [peer] [timeline] [tp] [attention] [profile] [rope] [agreement]
+# Usage: bash scripts/gpu_run.sh [tests] [bench] [cycle] [peer] [timeline] [tp] [attention] [profile] [rope] [agreement] [overlap]
 #   (default: tests bench attention)
 # (A call returns at most 8 files: run profile apart from attention.)
 set -uo pipefail
@@ -52,6 +52,34 @@ if [[ $what == *timeline* ]]; then
     python3 bench/kernel_gaps.py /tmp/timeline_$1_$2.csv --top 2 --label "ctx $1 batch $2" $([[ $1$2 == 10241 ]] && echo --by-kernel) \
     | { [[ $1$2 == 10241 ]] && cat || tail -n +3; }
   done 2>&1 | tee "$out/kernel_gaps.txt"
+fi
+if [[ $what == *overlap* ]]; then
+  # Overlapped scheduling on the shipped pair: tokens/s with it on and off
+  # (runs interleaved, twice), then how busy the GPU is between a run's first
+  # and last kernel (CUPTI timeline, 40 prompts, concurrency 1).
+  gen() { build-gpu/flashdraft generate --model models/target --temperature 0 --max-tokens 128 "$@" 2>&1; }
+  for c in 1 8 32; do
+    for m in plain dflash; do
+      spec=(); [[ $m == dflash ]] && spec=(--draft-model models/drafter-full)
+      for rep in 1 2; do
+        for ov in on off; do
+          flag=(); [[ $ov == off ]] && flag=(--disable-overlap-schedule)
+          gen "${spec[@]}" "${flag[@]}" --prompts-file tests/fixtures/engine/humaneval.jsonl --concurrency $c \
+            | grep "^total" | sed -E "s/^total: 164 requests, [0-9]+ prompt tokens, //; s/^/overlap $ov, $m, c=$c: /" | cut -c1-120
+        done
+      done
+    done
+  done 2>&1 | tee "$out/overlap_e2e.log"
+  head -40 tests/fixtures/engine/humaneval.jsonl >/tmp/prompts40.jsonl
+  for m in plain dflash; do
+    spec=(); [[ $m == dflash ]] && spec=(--draft-model models/drafter-full)
+    for ov in on off; do
+      flag=(); [[ $ov == off ]] && flag=(--disable-overlap-schedule)
+      CUDA_INJECTION64_PATH=$PWD/build-gpu/bench/libkernel_timeline.so FD_TIMELINE=/tmp/gen_${m}_${ov}.csv \
+        gen "${spec[@]}" "${flag[@]}" --prompts-file /tmp/prompts40.jsonl --concurrency 1 >/dev/null
+      python3 bench/kernel_gaps.py /tmp/gen_${m}_${ov}.csv --overall --label "$m, overlap $ov"
+    done
+  done 2>&1 | tee "$out/overlap_timeline.log"
 fi
 if [[ $what == *agreement* ]]; then
   # The peer for the CPU-vs-GPU agreement figure: transformers' fp32 vs bf16 greedy output (~8 minutes).
