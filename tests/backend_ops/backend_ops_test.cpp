@@ -213,7 +213,7 @@ TEST(BackendOpsTable, CoversEveryOpAndMaskKind) {
     masks.insert(c.mask);
     EXPECT_GE(c.max_nmse, 0.0) << c.name;
   }
-  EXPECT_EQ(ops.size(), static_cast<size_t>(Op::Copy) + 1);  // Copy: the enum's last
+  EXPECT_EQ(ops.size(), static_cast<size_t>(Op::CarryForward) + 1);  // CarryForward: the enum's last
   EXPECT_EQ(masks.size(), static_cast<size_t>(MaskKind::BidirectionalWindow) + 1);  // None + every kind
 }
 
