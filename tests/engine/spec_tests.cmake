@@ -62,3 +62,8 @@ fd_add_test(engine_serving_tests
   SOURCES serving_test.cpp async_engine_test.cpp shipped_models.cpp
   LIBS fd_engine fd_backends fd_tokenizer nlohmann_json::nlohmann_json
   LABELS slow)
+
+fd_add_test(engine_overlap_tests
+  SOURCES overlap_test.cpp shipped_models.cpp
+  LIBS fd_engine fd_backends fd_tokenizer nlohmann_json::nlohmann_json
+  LABELS slow)
