@@ -316,16 +316,22 @@ std::optional<Engine::Flight> Engine::plan_follower(const StepPlan& ahead) {
   // results on the host first, and every request's worst case fits its
   // blocks; else the next step is planned after the results.
   if (!runner_->follow_ok()) return std::nullopt;
+  // Every running request is in that step (none waits for a prefill chunk
+  // or for its turn), and nobody waits to be admitted.
   const auto& running = scheduler_->running();
-  if (running.size() != ahead.entries.size()) return std::nullopt;  // someone waits for a prefill chunk
+  const auto live = std::count_if(ahead.entries.begin(), ahead.entries.end(), [](const ScheduledRequest& e) {
+    return e.request->state != RequestState::Finished;
+  });
+  if (static_cast<size_t>(live) != running.size()) return std::nullopt;
   if (!scheduler_->waiting().empty() && static_cast<int64_t>(running.size()) < config_.max_running)
-    return std::nullopt;  // admit it now
+    return std::nullopt;
   const auto started = std::chrono::steady_clock::now();
   const int64_t spec_rows = 1 + k_;
   StepPlan plan;
   bool exact = true;  // every position known (no drafts ahead)
   for (const ScheduledRequest& e : ahead.entries) {
     Request& r = *e.request;
+    if (r.state == RequestState::Finished) continue;  // stopped before that step (its blocks go with it)
     const bool decoded = e.kind == ScheduledRequest::Kind::Decode;
     if (!decoded && !e.last_chunk) return std::nullopt;
     if (r.params.logprobs) return std::nullopt;  // read from the logits, which the next step overwrites

@@ -105,6 +105,14 @@ ModelRunner::ModelRunner(model::Qwen3Model& target, model::DFlashDrafter* drafte
   }
 }
 
+ModelRunner::~ModelRunner() {
+  // A step still in flight lands its downloads here, not in freed memory.
+  try {
+    if (!flying_.empty()) abandon();
+  } catch (...) {  // a backend failing here has failed already; nothing to land
+  }
+}
+
 int64_t ModelRunner::batch_bucket(int64_t n) const {
   for (int64_t b : buckets_)
     if (b >= n) return b;

@@ -99,6 +99,7 @@ class ModelRunner {
   // with a drafter, at the drafter's target_layer_ids.
   ModelRunner(model::Qwen3Model& target, model::DFlashDrafter* drafter, int64_t num_blocks, int64_t block_size,
               const RunnerOptions& options = {});
+  ~ModelRunner();
 
   // Records the decode graphs of every batch bucket at the shortest context
   // bucket, for plain rows and (with a drafter) every length of
