@@ -247,13 +247,13 @@ std::vector<StepOutput> Engine::step() {
   // behind it before its results are read where it can be (plan_follower),
   // else after them; either way the backend has work while the host reads
   // this step's results and the caller handles them.
-  if (!flight_) {
-    flight_ = plan_step();
-    if (!flight_) return out;
-    runner_->launch(flight_->plan, *blocks_);
-  }
   std::optional<Flight> next;
   try {
+    if (!flight_) {
+      flight_ = plan_step();
+      if (!flight_) return out;
+      runner_->launch(flight_->plan, *blocks_);
+    }
     next = plan_follower(flight_->plan);
     if (next) {
       runner_->launch(next->plan, *blocks_, &flight_->plan);

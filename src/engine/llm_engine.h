@@ -27,6 +27,14 @@
 // Fixed-length requests (adaptive off for the engine or the request) always
 // draft num_speculative_tokens.
 //
+// Overlapped scheduling (EngineConfig::overlap_scheduling): one step stays
+// in flight between step() calls, and the next is launched before its
+// results are read wherever the next is just its decoding requests again
+// (plan_follower); the runner has the backend fix its positions from the
+// results (ModelRunner::launch). Requests that stop meanwhile were run once
+// more for nothing: their blocks are freed, and their records let go, once
+// that step is read.
+//
 // A finished request's record stays until take_result() hands it over, so a
 // long-running loop that takes every result keeps no per-request state.
 #include <chrono>

@@ -213,11 +213,12 @@ void ModelRunner::follow(const StepPlan& ahead, const StepPlan& plan, size_t n_s
     all[i] = {static_cast<int32_t>(j), decoded ? static_cast<int32_t>(1 - a.rows) : 0, true};
   }
   // The step ahead's own lag, if it followed a step too; this one's goes to the other buffer.
-  const Step& a = flying_.back();
+  const Step& ahead_step = flying_.back();
   const auto ahead_n = static_cast<int64_t>(ahead.entries.size());
   ops::Backend& be = target_.backend();
-  const ops::Tensor lag_in = a.lag >= 0 ? lags_[a.lag].buffer.view(ops::DType::I32, ahead_n, 1) : ops::Tensor{};
-  cur_.lag = a.lag == 0 ? 1 : 0;
+  const int lag = ahead_step.lag;
+  const ops::Tensor lag_in = lag >= 0 ? lags_[lag].buffer.view(ops::DType::I32, ahead_n, 1) : ops::Tensor{};
+  cur_.lag = lag == 0 ? 1 : 0;
   auto* lag_out = model::grow_tensor(be, lags_[cur_.lag], ops::DType::I32, options_.max_seqs, 1).as<int32_t>();
   fix_host_.clear();
   target_.step_inputs().follow(all, fix_host_);
@@ -262,7 +263,8 @@ void ModelRunner::follow(const StepPlan& ahead, const StepPlan& plan, size_t n_s
 }
 
 void ModelRunner::launch(const StepPlan& plan, const BlockManager& blocks, const StepPlan* ahead) {
-  if (ahead && !follow_ok()) throw std::logic_error("model runner: a step launched ahead of one that cannot be followed");
+  if (ahead && !follow_ok())
+    throw std::logic_error("model runner: a step launched ahead of one that cannot be followed");
   const auto t0 = std::chrono::steady_clock::now();
   // Anchors of a step following another are that step's tokens, put in on the backend (follow).
   struct Following {
@@ -337,7 +339,8 @@ void ModelRunner::launch(const StepPlan& plan, const BlockManager& blocks, const
     prepare(seqs, 0);
     if (ahead) follow(*ahead, plan, seqs.size());
     if (penalized)
-      penalties_.prepare(target_.backend(), plan, cur_.logit_begin, cur_.logit_count, cur_.draft_begin, cur_.draft_count);
+      penalties_.prepare(target_.backend(), plan, cur_.logit_begin, cur_.logit_count, cur_.draft_begin,
+                         cur_.draft_count);
     // An eager step that sets all its rows aside has the forward write the
     // taps where they are booked, instead of copying them there after it
     // (a launch and a copy of every row's taps: ~10 us of a prefill step at
@@ -512,7 +515,8 @@ void ModelRunner::prepare(std::span<const Seq> seqs, int64_t min_keys) {
                      std::all_of(seqs.begin(), seqs.end(), [](const Seq& s) { return s.decode && s.rows > 1; });
   if (cur_.context_in_step) {
     model::BatchContext rows;
-    for (size_t i = 0; i < n; ++i) rows.seqs.push_back({cur_.row_begin[i], seqs[i].rows, seqs[i].pos0, seqs[i].table, false});
+    for (size_t i = 0; i < n; ++i)
+      rows.seqs.push_back({cur_.row_begin[i], seqs[i].rows, seqs[i].pos0, seqs[i].table, false});
     drafter_->prepare_context(rows, *pool_, target_layers_, min_keys);
   }
   model::grow_tensor(be, sampled_, ops::DType::I32, n_logit_rows_, 1);
@@ -603,8 +607,8 @@ std::vector<float> ModelRunner::logits(size_t entry, int64_t count) const {
 }
 
 std::span<const int32_t> ModelRunner::drafts(size_t entry) const {
-  return std::span<const int32_t>(done_.drafts).subspan(static_cast<size_t>(done_.draft_begin[entry]),
-                                                   static_cast<size_t>(done_.draft_count[entry]));
+  return std::span<const int32_t>(done_.drafts)
+      .subspan(static_cast<size_t>(done_.draft_begin[entry]), static_cast<size_t>(done_.draft_count[entry]));
 }
 
 void ModelRunner::write_context(const StepPlan& plan, std::span<const int64_t> keep, const BlockManager& blocks) {
@@ -616,8 +620,8 @@ void ModelRunner::write_context(const StepPlan& plan, std::span<const int64_t> k
     std::chrono::steady_clock::time_point t0;
     ~AddHostTime() { total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
   } add{done_.host_seconds, t0};
-  if (std::exchange(done_.set_aside, false)) return;  // run() set the rows aside
-  if (std::exchange(done_.context_in_step, false)) return;  // run() wrote every row (launch_context)
+  if (std::exchange(done_.set_aside, false)) return;        // the step set its rows aside
+  if (std::exchange(done_.context_in_step, false)) return;  // the step wrote every row (launch_context)
   // The rows of requests that drafted are written now (their next draft
   // reads them); the others' (prefill chunks, requests that did not draft)
   // wait, as in a step where nobody drafted.

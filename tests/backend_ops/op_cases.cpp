@@ -702,7 +702,8 @@ std::shared_ptr<const CaseData> make_case_data(const OpCase& c, uint64_t seed) {
       }
       for (int32_t s = 0; s < seqs; ++s) {
         const int32_t base = s * kWordsPerSeq, table = base + 8 + 3 * 16 + 8 * 16;
-        for (int32_t b = 0; b < kTable; ++b) d->ids[static_cast<size_t>(table + b)] = static_cast<int32_t>(rng.below(5000));
+        for (int32_t b = 0; b < kTable; ++b)
+          d->ids[static_cast<size_t>(table + b)] = static_cast<int32_t>(rng.below(5000));
         const int32_t v = seqs - 1 - s;  // verdict rows in another order than the sequences
         const int32_t shift = 1 - rows, pos0 = static_cast<int32_t>(rng.below(kTable * kBlock - 3 * 16 - 1)) + 32;
         auto fix = [&](int32_t dst, int32_t kind, int32_t count, int32_t stride) {
@@ -997,7 +998,8 @@ void Bound::setup(const OpCase& c, const CaseData& d) {
         host.insert(host.end(), w, w + InputFix::kWords);
       }
       keep_.push_back(upload_i32(be_, host));
-      const Tensor fixes = keep_.back().t.reshape(static_cast<int64_t>(host.size()) / InputFix::kWords, InputFix::kWords);
+      const Tensor fixes =
+          keep_.back().t.reshape(static_cast<int64_t>(host.size()) / InputFix::kWords, InputFix::kWords);
       op_ = [this, verdicts, lag, fixes] { be_.carry_forward(verdicts, lag, fixes); };
       output("words", words);  // all of them: words no fix names must keep their values
       break;
@@ -1071,7 +1073,7 @@ Traffic traffic(const OpCase& c, const Backend& backend) {
       t.bytes = 32 * rows;  // the row words; the touched logits are few
       break;
     }
-    case Op::CarryForward: t.bytes = 8 * n * (4 + 3 * dim) + 48 * 6 * n; break;  // the words read and written, the fixes
+    case Op::CarryForward: t.bytes = 8 * n * (4 + 3 * dim) + 48 * 6 * n; break;  // words read and written, fixes
     case Op::PagedAttention: {
       const double kv_row = static_cast<double>(c.kv_heads) * hd, q_row = static_cast<double>(c.heads) * hd;
       for (const SeqRows& s : c.seqs) {
