@@ -266,6 +266,15 @@ std::vector<StepOutput> Engine::step() {
     Flight done = std::move(*flight_);
     flight_ = std::move(next);
     complete(done, flight_ ? &flight_->plan : nullptr, out);
+    if (flight_ && std::all_of(flight_->plan.entries.begin(), flight_->plan.entries.end(),
+                               [](const ScheduledRequest& e) { return e.request->state == RequestState::Finished; })) {
+      // Everyone in the step behind stopped before it: nothing of it is
+      // kept, and waiting for it now gives their blocks back with the
+      // step that reports them finished.
+      runner_->finish();
+      flight_.reset();
+      for (RequestId id : std::exchange(free_after_, {})) blocks_->free(id);
+    }
     apply_deferred();
     report_unreported(out);
     if (!flight_) {

@@ -1,7 +1,8 @@
 // AsyncEngine: the engine on its own thread. Requests submitted from several
 // threads at once get exactly the tokens a sequential Engine gives them;
 // abort and shutdown from other threads finish requests with
-// FinishReason::Abort; nothing is left holding KV blocks afterwards.
+// FinishReason::Abort; nothing is left holding KV blocks afterwards; the
+// first two with serial steps and with overlapped scheduling.
 #include "engine/async_engine.h"
 
 #include <gtest/gtest.h>
@@ -19,10 +20,11 @@ using std::chrono::milliseconds;
 
 constexpr int kTokens = 24;
 
-std::unique_ptr<Engine> make_engine(int64_t running, int64_t blocks = 128) {
+std::unique_ptr<Engine> make_engine(int64_t running, int64_t blocks = 128, bool overlap = false) {
   EngineConfig c;
   c.max_running = running;
   c.num_kv_blocks = blocks;
+  c.overlap_scheduling = overlap;
   c.eos_token_ids = shipped().eos;
   return std::make_unique<Engine>(*shipped().target, &shipped().drafter("drafter-full"), c);
 }
@@ -51,7 +53,10 @@ void expect_all_blocks_free(const AsyncEngine& async) {
   EXPECT_EQ(async.free_kv_blocks(), async.num_kv_blocks());
 }
 
-TEST(AsyncEngine, ConcurrentSubmittersGetTheSequentialTokens) {
+// Serial steps (the CPU's default) and overlapped scheduling (a GPU's).
+class AsyncEngineModes : public ::testing::TestWithParam<bool> {};
+
+TEST_P(AsyncEngineModes, ConcurrentSubmittersGetTheSequentialTokens) {
   constexpr int kThreads = 4, kPerThread = 3;
   std::vector<Prompt> prompts(humaneval_prompts().begin(), humaneval_prompts().begin() + kThreads * kPerThread);
   EngineConfig sequential;
@@ -59,7 +64,7 @@ TEST(AsyncEngine, ConcurrentSubmittersGetTheSequentialTokens) {
   sequential.num_kv_blocks = 64;
   const auto want = run_all(&shipped().drafter("drafter-full"), sequential, prompts, greedy(kTokens)).tokens;
 
-  AsyncEngine async(make_engine(4));
+  AsyncEngine async(make_engine(4, 128, GetParam()));
   std::vector<Drained> got(prompts.size());
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
@@ -83,8 +88,8 @@ TEST(AsyncEngine, ConcurrentSubmittersGetTheSequentialTokens) {
   expect_all_blocks_free(async);
 }
 
-TEST(AsyncEngine, AbortFromAnotherThread) {
-  AsyncEngine async(make_engine(2));
+TEST_P(AsyncEngineModes, AbortFromAnotherThread) {
+  AsyncEngine async(make_engine(2, 128, GetParam()));
   SamplingParams long_run = greedy(1500);
   long_run.ignore_eos = true;
   const RequestHandle h = async.submit(humaneval_prompts()[3].ids, long_run);
@@ -106,6 +111,9 @@ TEST(AsyncEngine, AbortFromAnotherThread) {
   EXPECT_EQ(drain(*other.channel).last.result->tokens.size(), 8u);
   expect_all_blocks_free(async);
 }
+
+INSTANTIATE_TEST_SUITE_P(AsyncEngine, AsyncEngineModes, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Overlapped" : "Serial"; });
 
 TEST(AsyncEngine, ShutdownAbortsRequestsInFlight) {
   auto async = std::make_unique<AsyncEngine>(make_engine(2));
