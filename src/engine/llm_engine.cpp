@@ -354,16 +354,23 @@ std::optional<Engine::Flight> Engine::plan_follower(const StepPlan& ahead) {
   }
   if (plan.entries.empty() || PenaltyStep::needed(plan)) return std::nullopt;  // penalties read the history
   if (acceptance_) choose_draft_rows(plan.entries);
-  int64_t rows = 0, drafting = 0;
+  int64_t rows = 0, drafting = 0, worst_keys = 0, least_keys = 0;
   for (const ScheduledRequest& e : plan.entries) {
     rows += e.rows;
     drafting += e.rows > 1;
+    worst_keys = std::max(worst_keys, e.pos0 + e.rows);
+    least_keys = std::max(least_keys, e.pos0 - (spec_rows - 1) + e.rows);
     // Blocks for the furthest this step can reach (a drafter block is
     // spec_rows long whatever the draft length), taken without preempting.
     const int64_t reach = e.pos0 + spec_rows;
     if (reach > context_limit_ + spec_rows || !blocks_->ensure(e.request->id, reach)) return std::nullopt;
   }
   if (rows > config_.max_tokens_per_step) return std::nullopt;
+  // Where the furthest positions reach a longer context bucket than the
+  // real ones may, the step could run in a recorded step of a bucket it
+  // does not need (recorded mid-run): planned after the results instead.
+  if (runner_->graphs_enabled() && runner_->keys_bucket(worst_keys) != runner_->keys_bucket(least_keys))
+    return std::nullopt;
   // A step in which nobody drafts books its rows' drafter context by
   // position when it is launched: only where the positions are exact.
   if (acceptance_ && drafting == 0 && !exact) return std::nullopt;

@@ -106,6 +106,8 @@ class ModelRunner {
   // graph_draft_lengths(). Longer contexts are recorded when first met.
   GraphCaptureReport capture_graphs();
   bool graphs_enabled() const { return graphs_on_; }
+  // The context bucket a recorded step of up to `keys` positions is sized for.
+  int64_t keys_bucket(int64_t keys) const;
   // The draft lengths whose decode steps are recorded at start-up: 0, then
   // 2^i - 1 below the drafter's block, then spec_rows - 1 (0 1 3 7 15 for a
   // 16-row block). Adaptive speculation chooses among these where steps are
@@ -247,7 +249,6 @@ class ModelRunner {
   void replay(std::map<GraphKey, Recorded>& graphs, const GraphKey* key, const std::function<void()>& work);
   // The graph bucket of a decode step of n sequences (0: none fits).
   int64_t batch_bucket(int64_t n) const;
-  int64_t keys_bucket(int64_t keys) const;
   std::vector<Seq> pads(int64_t n, int64_t rows) const;
   // Writes the waiting rows' drafter context (see write_context): of the
   // requests in `only` (sorted), or of everyone.
