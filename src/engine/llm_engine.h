@@ -148,7 +148,8 @@ class Engine {
 
   // Finishes a waiting or running request with FinishReason::Abort and frees
   // its KV blocks: at once, or at the end of the step when called from inside
-  // one (a token sink) or while a step in flight runs it. False, changing nothing, for an unknown or finished id.
+  // one (a token sink) or while a step in flight runs it. False, changing
+  // nothing, for an unknown or finished id.
   bool abort(RequestId id);
   // The same with FinishReason::Error: for a caller whose step failed.
   bool fail(RequestId id);
