@@ -145,6 +145,40 @@ INSTANTIATE_TEST_SUITE_P(Shipped, GpuLossless,
 // against eager launches: the same tokens, greedy and seeded sampling.
 SamplingParams sampling(int max_tokens, uint64_t seed);
 
+// Every HumanEval prompt through the GPU engine twice for Mode m: runs[0]
+// with mode(config, false), runs[1] with mode(config, true).
+struct RunPair {
+  RunResult runs[2];
+};
+RunPair run_pair(const Mode& m, model::DFlashDrafter* drafter, const SamplingParams& params,
+                 const std::function<void(EngineConfig&, bool)>& mode) {
+  RunPair p;
+  for (const bool second : {false, true}) {
+    EngineConfig c;
+    c.max_running = m.running;
+    c.num_kv_blocks = pool_for(m.running);
+    mode(c, second);
+    p.runs[second] = run_all(drafter, c, humaneval_prompts(), params, &shipped("cuda"));
+  }
+  return p;
+}
+
+// Prompts whose tokens differ between the two runs (as many of each), the
+// first three named as failures.
+int count_differing(const RunPair& p, const char* between) {
+  int differ = 0;
+  for (size_t i = 0; i < p.runs[0].tokens.size(); ++i)
+    if (p.runs[0].tokens[i] != p.runs[1].tokens[i] && ++differ <= 3)
+      ADD_FAILURE() << humaneval_prompts()[i].task_id << " differs between " << between;
+  return differ;
+}
+
+std::string mode_label(const ::testing::TestParamInfo<Mode>& info) {
+  const std::string d = info.param.drafter ? info.param.drafter : "";
+  return std::string(d.empty() ? "Plain" : d == "drafter-full" ? "Full" : "Swa") + "_" +
+         std::to_string(info.param.running);
+}
+
 class GpuGraphs : public Gpu, public ::testing::WithParamInterface<Mode> {};
 
 TEST_P(GpuGraphs, SameTokensAsEager) {
@@ -152,19 +186,10 @@ TEST_P(GpuGraphs, SameTokensAsEager) {
   auto& models = shipped("cuda");
   model::DFlashDrafter* drafter = m.drafter ? &models.drafter(m.drafter) : nullptr;
   for (const SamplingParams& params : {greedy(kNewTokens), sampling(kNewTokens, 11)}) {
-    RunResult runs[2];
-    for (const bool eager : {false, true}) {
-      EngineConfig c;
-      c.max_running = m.running;
-      c.num_kv_blocks = pool_for(m.running);
-      c.enforce_eager = eager;
-      runs[eager] = run_all(drafter, c, humaneval_prompts(), params, &models);
-    }
+    const RunPair pair = run_pair(m, drafter, params, [](EngineConfig& c, bool eager) { c.enforce_eager = eager; });
+    const RunResult* runs = pair.runs;
     ASSERT_EQ(runs[0].tokens.size(), runs[1].tokens.size());
-    int differ = 0;
-    for (size_t i = 0; i < runs[0].tokens.size(); ++i)
-      if (runs[0].tokens[i] != runs[1].tokens[i] && ++differ <= 3)
-        ADD_FAILURE() << humaneval_prompts()[i].task_id << " differs between graphs and eager";
+    const int differ = count_differing(pair, "graphs and eager");
     std::printf("[gpu graphs] %s, %lld running, %s: %d of %zu prompts differ between graphs and eager; "
                 "%lld steps met a graph first, draft lengths %s\n",
                 m.drafter ? m.drafter : "plain", static_cast<long long>(m.running),
@@ -198,11 +223,7 @@ TEST_P(GpuGraphs, SameTokensAsEager) {
 INSTANTIATE_TEST_SUITE_P(Shipped, GpuGraphs,
                          ::testing::Values(Mode{nullptr, 1}, Mode{nullptr, 8}, Mode{"drafter-full", 1},
                                            Mode{"drafter-full", 8}, Mode{"drafter-swa", 8}),
-                         [](const auto& info) {
-                           const std::string d = info.param.drafter ? info.param.drafter : "";
-                           return std::string(d.empty() ? "Plain" : d == "drafter-full" ? "Full" : "Swa") + "_" +
-                                  std::to_string(info.param.running);
-                         });
+                         mode_label);
 
 // Overlapped scheduling (the default on a GPU: each step launched before the
 // one ahead of it is read back, its positions fixed on the GPU) against steps
@@ -214,19 +235,11 @@ TEST_P(GpuOverlap, SameTokensAsSerialSteps) {
   auto& models = shipped("cuda");
   model::DFlashDrafter* drafter = m.drafter ? &models.drafter(m.drafter) : nullptr;
   for (const SamplingParams& params : {greedy(kNewTokens), sampling(kNewTokens, 11)}) {
-    RunResult runs[2];
-    for (const bool overlap : {true, false}) {
-      EngineConfig c;
-      c.max_running = m.running;
-      c.num_kv_blocks = pool_for(m.running);
-      c.overlap_scheduling = overlap;
-      runs[overlap ? 0 : 1] = run_all(drafter, c, humaneval_prompts(), params, &models);
-    }
+    const RunPair pair =
+        run_pair(m, drafter, params, [](EngineConfig& c, bool serial) { c.overlap_scheduling = !serial; });
+    const RunResult* runs = pair.runs;
     ASSERT_EQ(runs[0].tokens.size(), runs[1].tokens.size());
-    int differ = 0;
-    for (size_t i = 0; i < runs[0].tokens.size(); ++i)
-      if (runs[0].tokens[i] != runs[1].tokens[i] && ++differ <= 3)
-        ADD_FAILURE() << humaneval_prompts()[i].task_id << " differs between overlapped and serial steps";
+    const int differ = count_differing(pair, "overlapped and serial steps");
     std::printf("[gpu overlap] %s, %lld running, %s: %d of %zu prompts differ between overlapped and serial steps; "
                 "%lld of %lld steps launched ahead of the results, draft lengths %s\n",
                 m.drafter ? m.drafter : "plain", static_cast<long long>(m.running),
@@ -242,11 +255,7 @@ TEST_P(GpuOverlap, SameTokensAsSerialSteps) {
 INSTANTIATE_TEST_SUITE_P(Shipped, GpuOverlap,
                          ::testing::Values(Mode{nullptr, 1}, Mode{nullptr, 8}, Mode{"drafter-full", 1},
                                            Mode{"drafter-full", 8}, Mode{"drafter-swa", 8}),
-                         [](const auto& info) {
-                           const std::string d = info.param.drafter ? info.param.drafter : "";
-                           return std::string(d.empty() ? "Plain" : d == "drafter-full" ? "Full" : "Swa") + "_" +
-                                  std::to_string(info.param.running);
-                         });
+                         mode_label);
 
 TEST_F(Gpu, GreedyOutputsAgreeWithCpu) {
   const auto cpu = plain_greedy("cpu");
