@@ -360,10 +360,6 @@ std::optional<Engine::Flight> Engine::plan_follower(const StepPlan& ahead) {
     drafting += e.rows > 1;
     worst_keys = std::max(worst_keys, e.pos0 + e.rows);
     least_keys = std::max(least_keys, e.pos0 - (spec_rows - 1) + e.rows);
-    // Blocks for the furthest this step can reach (a drafter block is
-    // spec_rows long whatever the draft length), taken without preempting.
-    const int64_t reach = e.pos0 + spec_rows;
-    if (reach > context_limit_ + spec_rows || !blocks_->ensure(e.request->id, reach)) return std::nullopt;
   }
   if (rows > config_.max_tokens_per_step) return std::nullopt;
   // Where the furthest positions reach a longer context bucket than the
@@ -374,6 +370,13 @@ std::optional<Engine::Flight> Engine::plan_follower(const StepPlan& ahead) {
   // A step in which nobody drafts books its rows' drafter context by
   // position when it is launched: only where the positions are exact.
   if (acceptance_ && drafting == 0 && !exact) return std::nullopt;
+  // Blocks for the furthest each request can reach (a drafter block is
+  // spec_rows long whatever the draft length), taken without preempting;
+  // last, so that a step not launched takes none.
+  for (const ScheduledRequest& e : plan.entries) {
+    const int64_t reach = e.pos0 + spec_rows;
+    if (reach > context_limit_ + spec_rows || !blocks_->ensure(e.request->id, reach)) return std::nullopt;
+  }
   plan.total_rows = rows;
   return Flight{std::move(plan), started};
 }
