@@ -9,10 +9,12 @@ graph replayed at least 5 times: kernels per launch, and the median over its
 launches of the span (first start to last end), the busy time (the union of
 its kernels' intervals: programmatic dependent launch lets neighbours
 overlap) and the idle time (span - busy), with the kernel pairs whose gaps
-cost the most (median over launches). --by-kernel adds, for the most
-replayed graph, where its time goes: per kernel and grid (one GEMM shape, one
+cost the most (median over launches). --by-kernel adds, for each graph
+reported, where its time goes: per kernel and grid (one GEMM shape, one
 attention launch shape), the launches per replay and their summed duration
-(median over replays).
+(median over replays), and how much of the span each adds: a kernel adds
+its end minus the latest end before it (the time the replay waits on it,
+gaps included), so the column sums to the span whatever overlaps.
 """
 import argparse
 import collections
@@ -71,24 +73,30 @@ def overall(path, label):
 
 
 def by_kernel(launches, label):
-    """Per (kernel, grid): count per launch and the median over launches of its summed time."""
+    """Per (kernel, grid): count per launch and the medians over launches of
+    its summed time and of what it adds to the span."""
     per = collections.defaultdict(list)
     for ks in launches:
-        sums, counts = collections.defaultdict(float), collections.defaultdict(int)
+        sums, adds, counts = collections.defaultdict(float), collections.defaultdict(float), collections.defaultdict(int)
+        latest = ks[0][0]
         for s, e, name, grid in ks:
-            sums[(short(name), grid)] += (e - s) / 1e3
-            counts[(short(name), grid)] += 1
+            key = (short(name), grid)
+            sums[key] += (e - s) / 1e3
+            adds[key] += max(0, e - latest) / 1e3
+            latest = max(latest, e)
+            counts[key] += 1
         for key, v in sums.items():
-            per[key].append((v, counts[key]))
+            per[key].append((v, adds[key], counts[key]))
     n = len(launches)
-    rows = sorted(((statistics.median(v for v, _ in vs), vs[0][1], key) for key, vs in per.items()
-                   if len(vs) * 2 >= n), reverse=True)
+    rows = sorted(((statistics.median(v for v, _, _ in vs), statistics.median(a for _, a, _ in vs), vs[0][2], key)
+                   for key, vs in per.items() if len(vs) * 2 >= n), reverse=True)
     total = sum(r[0] for r in rows)
-    print(f"\n{label}: kernel time per replay by kernel and grid (sum {total:.1f} us)\n")
-    print("| kernel | grid | per replay | us | share |")
-    print("|---|---|---|---|---|")
-    for us, count, (name, grid) in rows:
-        print(f"| {name} | {grid} | {count} | {us:.1f} | {100 * us / total:.1f}% |")
+    added = sum(r[1] for r in rows)
+    print(f"\n{label}: kernel time per replay by kernel and grid (sum {total:.1f} us; adds to the span {added:.1f} us)\n")
+    print("| kernel | grid | per replay | us | share | adds to the span, us |")
+    print("|---|---|---|---|---|---|")
+    for us, add, count, (name, grid) in rows:
+        print(f"| {name} | {grid} | {count} | {us:.1f} | {100 * us / total:.1f}% | {add:.1f} |")
 
 
 def main():
@@ -100,7 +108,7 @@ def main():
                     help="one line for the whole run instead: how busy the GPU was between its first and last "
                          "kernel, and the period between graph replays (a serving loop's step)")
     ap.add_argument("--by-kernel", action="store_true",
-                    help="also: the most replayed graph's kernel time by kernel and grid")
+                    help="also: each reported graph's kernel time by kernel and grid")
     a = ap.parse_args()
     if a.overall:
         overall(a.csv, a.label)
@@ -137,8 +145,9 @@ def main():
         span, busy, idle = statistics.median(spans), statistics.median(busys), statistics.median(idles)
         print(f"| {a.label} | {g} | {n} | {len(by_graph[g][0])} | {span:.1f} | {busy:.1f} | {idle:.1f} | "
               f"{100 * idle / span:.1f} | {worst_s} |")
-    if a.by_kernel and graphs:
-        by_kernel(by_graph[graphs[0]], a.label)
+    if a.by_kernel:
+        for g in graphs:
+            by_kernel(by_graph[g], f"{a.label}, graph {g}")
 
 
 if __name__ == "__main__":
