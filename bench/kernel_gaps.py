@@ -14,7 +14,8 @@ reported, where its time goes: per kernel and grid (one GEMM shape, one
 attention launch shape), the launches per replay and their summed duration
 (median over replays), and how much of the span each adds: a kernel adds
 its end minus the latest end before it (the time the replay waits on it,
-gaps included), so the column sums to the span whatever overlaps.
+gaps included): in each replay these sum to its span whatever overlaps
+(their medians, printed, to about the median span).
 """
 import argparse
 import collections
