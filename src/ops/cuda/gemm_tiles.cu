@@ -502,7 +502,13 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
         if (u < slices) v = gemm::fold(v, t[u]);
       y[(m0 + r) * a.ldy + n0 + c] = gemm::finish<Y>(v, a.bias, a.bias_f32, n0 + c);
     }
-    cluster.sync();  // no block leaves while another may still read its partial
+    // No block leaves while another may still read its partial. A relaxed
+    // arrival is enough: a block's reads of the others' partials are done
+    // once their values are folded, which comes before its arrival in
+    // program order. cluster.sync() would add a release, a GPU-wide memory
+    // barrier that waits for this block's y stores to land (ncu: the
+    // epilogue's costliest wait, ~0.5 us a call; bench/gemm_notes.md).
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;\nbarrier.cluster.wait.aligned;\n" ::: "memory");
   }
 }
 
