@@ -508,9 +508,10 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
         for (int u = 1; u < kMaxSlices; ++u)
           if (u < slices) v = make_float4(gemm::fold(v.x, t[u].x), gemm::fold(v.y, t[u].y), gemm::fold(v.z, t[u].z),
                                           gemm::fold(v.w, t[u].w));
-        alignas(16) Y out[4] = {gemm::finish<Y>(v.x, a.bias, a.bias_f32, n0 + c), gemm::finish<Y>(v.y, a.bias, a.bias_f32, n0 + c + 1),
-                    gemm::finish<Y>(v.z, a.bias, a.bias_f32, n0 + c + 2),
-                    gemm::finish<Y>(v.w, a.bias, a.bias_f32, n0 + c + 3)};
+        alignas(16) Y out[4] = {gemm::finish<Y>(v.x, a.bias, a.bias_f32, n0 + c),
+                                gemm::finish<Y>(v.y, a.bias, a.bias_f32, n0 + c + 1),
+                                gemm::finish<Y>(v.z, a.bias, a.bias_f32, n0 + c + 2),
+                                gemm::finish<Y>(v.w, a.bias, a.bias_f32, n0 + c + 3)};
         Y* to = y0 + static_cast<int64_t>(r) * a.ldy + (c - c0);
         if constexpr (sizeof(Y) == 2)
           *reinterpret_cast<uint2*>(to) = *reinterpret_cast<const uint2*>(out);
