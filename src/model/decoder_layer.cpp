@@ -105,9 +105,9 @@ void decoder_layer(ops::Backend& be, const DecoderLayerWeights& w, const LayerGe
   const ops::Tensor qkv = rows(a.qkv);
   const ops::Tensor q = qkv.col_slice(0, g.q_dim());
 
-  be.matmul(rows(a.xn), w.qkv.t, bias(w.qkv_bias), qkv);
-  be.rope_store_kv(qkv, g.heads, g.kv_heads, g.head_dim, g.qk_norm ? &w.q_norm.t : nullptr,
-                   g.qk_norm ? &w.k_norm.t : nullptr, batch.positions, rope, g.eps, batch.slots, k_cache, v_cache);
+  be.matmul_rope_store_kv(rows(a.xn), w.qkv.t, bias(w.qkv_bias), qkv, g.heads, g.kv_heads, g.head_dim,
+                          g.qk_norm ? &w.q_norm.t : nullptr, g.qk_norm ? &w.k_norm.t : nullptr, batch.positions, rope,
+                          g.eps, batch.slots, k_cache, v_cache);
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(g.head_dim)));
   be.paged_attention(q, k_cache, v_cache, rows(a.attn), batch, mask, g.heads, g.kv_heads, g.head_dim, scale);
   be.matmul(rows(a.attn), w.o_proj.t, g.rank == 0 ? bias(w.o_bias) : nullptr, rows(a.proj));

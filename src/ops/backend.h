@@ -285,6 +285,17 @@ class Backend {
   virtual void rope_store_kv(const Tensor& qkv, int64_t heads, int64_t kv_heads, int64_t head_dim,
                              const Tensor* q_norm, const Tensor* k_norm, const int32_t* positions, const Rope& rope,
                              float eps, const int32_t* slots, const Tensor& k_cache, const Tensor& v_cache) = 0;
+  // matmul(x, w, bias, qkv), then rope_store_kv(qkv, ...): a layer's attention
+  // inputs from its normed input in one call, so that a backend may do both
+  // in one pass (the CUDA one does for decode and verify rows). Same results
+  // as the two ops.
+  virtual void matmul_rope_store_kv(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& qkv,
+                                    int64_t heads, int64_t kv_heads, int64_t head_dim, const Tensor* q_norm,
+                                    const Tensor* k_norm, const int32_t* positions, const Rope& rope, float eps,
+                                    const int32_t* slots, const Tensor& k_cache, const Tensor& v_cache) {
+    matmul(x, w, bias, qkv);
+    rope_store_kv(qkv, heads, kv_heads, head_dim, q_norm, k_norm, positions, rope, eps, slots, k_cache, v_cache);
+  }
   // out[r, i] = silu(gate_up[r, i]) * gate_up[r, I + i]; gate_up [n, 2I], out [n, I].
   virtual void silu_glu(const Tensor& gate_up, const Tensor& out) = 0;
   // Grouped-query attention of every sequence of the batch over one paged KV

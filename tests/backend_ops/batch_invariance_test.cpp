@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
@@ -97,6 +98,56 @@ TEST_P(BatchInvariance, MatmulRowDoesNotDependOnRowCount) {
         EXPECT_TRUE(same_bits(got.data(), all.data() + r0 * out, rows * out))
             << in << "x" << out << ": rows [" << r0 << ", " << r0 + rows << ") alone differ from the same rows in "
             << n;
+      }
+    }
+  }
+}
+
+// A row's attention inputs (matmul_rope_store_kv: q rotated in qkv, k and v
+// in the pool) must not depend on the row count either: CUDA finishes calls
+// of up to 16 rows (decode, verify) in the qkv GEMM's fold and longer ones
+// with the separate rope kernel, and the two must agree bit for bit.
+TEST_P(BatchInvariance, AttentionInputsDoNotDependOnRowCount) {
+  Backend& be = *be_;
+  const DType dt = be.activation_dtype(), wt = be.weight_dtype();
+  const int64_t hidden = 4096, nh = 32, nkv = 8, hd = 128, kv = nkv * hd, width = (nh + 2 * nkv) * hd, n = 48;
+  auto x = upload(random_vec(static_cast<size_t>(n * hidden), 11), n, hidden, dt);
+  auto w = upload(random_vec(static_cast<size_t>(width * hidden), 12, 0.02f), width, hidden, wt);
+  be.prepare_matmul_weight(w);
+  auto q_norm = upload(random_vec(hd, 13), 1, hd, wt), k_norm = upload(random_vec(hd, 14), 1, hd, wt);
+  std::vector<float> inv_freq(hd / 2);
+  for (int64_t i = 0; i < hd / 2; ++i)
+    inv_freq[static_cast<size_t>(i)] = static_cast<float>(std::pow(1e6, -2.0 * static_cast<double>(i) / hd));
+  auto freq = upload(inv_freq, 1, hd / 2, DType::F32);
+  const Rope rope{freq.t, 1.0f};
+  // Positions up to 32k (large angles), slots distinct and out of row order.
+  std::vector<int32_t> positions(n), slots(n);
+  for (int64_t r = 0; r < n; ++r) {
+    positions[static_cast<size_t>(r)] = static_cast<int32_t>((r * 7919) % 32768);
+    slots[static_cast<size_t>(r)] = static_cast<int32_t>(3 * (n - 1 - r) + 1);
+  }
+  auto pos = upload_i32(positions), slot = upload_i32(slots);
+  const int64_t pool = 3 * n + 1;
+  struct Inputs {
+    std::vector<float> qkv, k, v;
+  };
+  const auto run = [&](int64_t r0, int64_t rows) {
+    auto qkv = be.alloc_tensor(dt, rows, width);
+    auto k = be.alloc_tensor(dt, pool, kv), v = be.alloc_tensor(dt, pool, kv);
+    be.matmul_rope_store_kv(x.t.row_slice(r0, rows), w.t, nullptr, qkv.t, nh, nkv, hd, &q_norm.t, &k_norm.t,
+                            pos.t.as<int32_t>() + r0, rope, 1e-6f, slot.t.as<int32_t>() + r0, k.t, v.t);
+    return Inputs{download(be, qkv.t), download(be, k.t), download(be, v.t)};
+  };
+  const Inputs all = run(0, n);
+  for (int64_t rows : {1, 2, 16, 17}) {
+    for (int64_t r0 : {int64_t{0}, int64_t{5}, n - rows}) {
+      const Inputs part = run(r0, rows);
+      EXPECT_TRUE(same_bits(part.qkv.data(), all.qkv.data() + r0 * width, rows * width))
+          << "qkv of rows [" << r0 << ", " << r0 + rows << ") alone differs from the same rows in " << n;
+      for (int64_t r = r0; r < r0 + rows; ++r) {
+        const int64_t at = slots[static_cast<size_t>(r)] * kv;
+        EXPECT_TRUE(same_bits(part.k.data() + at, all.k.data() + at, kv)) << "k of row " << r << ", " << rows;
+        EXPECT_TRUE(same_bits(part.v.data() + at, all.v.data() + at, kv)) << "v of row " << r << ", " << rows;
       }
     }
   }

@@ -20,6 +20,7 @@ const char* op_name(Op op) {
     case Op::RmsNorm: return "rmsnorm";
     case Op::AddRmsNorm: return "add_rmsnorm";
     case Op::RopeStoreKv: return "rope_store_kv";
+    case Op::MatmulRopeStoreKv: return "matmul_rope_store_kv";
     case Op::SiluGlu: return "silu_glu";
     case Op::GatherRows: return "gather_rows";
     case Op::ScatterRows: return "scatter_rows";
@@ -72,6 +73,9 @@ double bf16_bound(const OpCase& c) {
     // cos/sin's last-ulp differences; a fast __sinf of a 32k angle (error
     // ~1e-3) would not pass.
     case Op::RopeStoreKv: return kTwoRoundings;
+    // The projection's rounding (the k and v columns: that one only), then
+    // rope_store_kv's on q and k: two roundings, bounded as four.
+    case Op::MatmulRopeStoreKv: return 2 * kTwoRoundings;
     // One rounding of silu(g) * u computed in f32.
     case Op::SiluGlu: return kOneRounding;
     // Copies of bf16-exact values: exact.
@@ -424,6 +428,38 @@ std::vector<OpCase> op_cases(DType dtype) {
     add(c);
   }
 
+  // ---- matmul_rope_store_kv: the projection and rope_store_kv in one call.
+  // CUDA does both in the GEMM's split fold for up to 16 rows of whole
+  // 128-wide heads (decode, verify; GQA 4 and 1, a bias, no norm, yarn) and
+  // falls back to the two ops for more rows or head_dim 64.
+  struct Mrsk {
+    int64_t hidden, heads, kv, hd;
+    bool norm, bias;
+    float factor;
+    std::vector<SeqRows> seqs;
+  };
+  for (const Mrsk& r : {Mrsk{4096, 32, 8, 128, true, false, 1.0f, {{32766, 1}, {0, 1}, {5000, 1}}},
+                        Mrsk{4096, 32, 8, 128, true, false, 1.0f, {{300, 16}}},
+                        Mrsk{4096, 32, 8, 128, true, false, 1.0f, {{0, 40}, {70, 8}}},
+                        Mrsk{1024, 8, 2, 128, false, true, 1.0f, {{77, 15}, {9, 1}}},
+                        Mrsk{2048, 8, 8, 128, true, true, 1.1386f, {{20000, 7}}},
+                        Mrsk{2048, 16, 4, 64, true, false, 1.0f, {{40, 1}, {0, 16}}}}) {
+    OpCase c{.op = Op::MatmulRopeStoreKv,
+             .dim = r.hidden,
+             .bias = r.bias,
+             .tiled = true,
+             .norm = r.norm,
+             .scalar = r.factor,
+             .heads = r.heads,
+             .kv_heads = r.kv,
+             .head_dim = r.hd,
+             .seqs = r.seqs};
+    c.name = "matmul_rope_store_kv_d" + S(r.hidden) + "_h" + S(r.heads) + "kv" + S(r.kv) + "_hd" + S(r.hd) +
+             (r.norm ? "" : "_nonorm") + (r.bias ? "_bias" : "") + (r.factor != 1.0f ? "_yarn" : "") + "_" +
+             seqs_label(r.seqs);
+    add(c);
+  }
+
   // ---- silu_glu: Qwen3-8B's and -0.6B's intermediate sizes.
   for (auto [n, inter] :
        {std::pair<int64_t, int64_t>{1, 12288}, {16, 12288}, {200, 12288}, {2048, 12288}, {1, 3072}, {200, 3072}}) {
@@ -632,6 +668,18 @@ std::shared_ptr<const CaseData> make_case_data(const OpCase& c, uint64_t seed) {
       d->inv_freq.resize(static_cast<size_t>(hd / 2));
       cpu::rope_inv_freq(kRopeTheta, hd, d->inv_freq.data());
       rounded = {&d->x, &d->norm_q, &d->norm_k};
+      break;
+    }
+    case Op::MatmulRopeStoreKv: {
+      d->attn = make_attn_batch(c.seqs, c.block_size, rng.next());
+      d->x = rng.uniform(static_cast<size_t>(d->attn.n_rows * c.dim), -1.0f, 1.0f);
+      d->w = rng.uniform(static_cast<size_t>(qkv_w * c.dim), -0.05f, 0.05f);
+      if (c.bias) d->bias = rng.uniform(static_cast<size_t>(qkv_w), -1.0f, 1.0f);
+      d->norm_q = rng.uniform(static_cast<size_t>(hd), -2.0f, 2.0f);
+      d->norm_k = rng.uniform(static_cast<size_t>(hd), -2.0f, 2.0f);
+      d->inv_freq.resize(static_cast<size_t>(hd / 2));
+      cpu::rope_inv_freq(kRopeTheta, hd, d->inv_freq.data());
+      rounded = {&d->x, &d->w, &d->bias, &d->norm_q, &d->norm_k};
       break;
     }
     case Op::SiluGlu:
@@ -892,6 +940,31 @@ void Bound::setup(const OpCase& c, const CaseData& d) {
       output("v_cache", vc, true);
       break;
     }
+    case Op::MatmulRopeStoreKv: {
+      attn_ = upload_attn_batch(be_, d.attn);
+      const int64_t rows = d.attn.n_rows, kv_w = c.kv_heads * hd;
+      const Tensor x = put(act, rows, c.dim, d.x);
+      put(wt, qkv_w, c.dim, d.w);
+      be_.prepare_matmul_weight(keep_.back());
+      const Tensor w = keep_.back().t;
+      const Tensor bias = c.bias ? put(wt, 1, qkv_w, d.bias) : Tensor{};
+      const Tensor qkv = poisoned(act, rows, qkv_w);
+      const Tensor nq = c.norm ? put(wt, 1, hd, d.norm_q) : Tensor{};
+      const Tensor nk = c.norm ? put(wt, 1, hd, d.norm_k) : Tensor{};
+      const Rope rope{put(DType::F32, 1, hd / 2, d.inv_freq), c.scalar};
+      const Tensor kc = poisoned(act, d.attn.num_slots(), kv_w), vc = poisoned(act, d.attn.num_slots(), kv_w);
+      const int32_t *pos = attn_.batch.positions, *slots = attn_.batch.slots;
+      const int64_t heads = c.heads, kv = c.kv_heads;
+      const bool norm = c.norm, has_bias = c.bias;
+      op_ = [this, x, w, bias, has_bias, qkv, heads, kv, hd, nq, nk, norm, pos, rope, slots, kc, vc] {
+        be_.matmul_rope_store_kv(x, w, has_bias ? &bias : nullptr, qkv, heads, kv, hd, norm ? &nq : nullptr,
+                                 norm ? &nk : nullptr, pos, rope, kEps, slots, kc, vc);
+      };
+      output("qkv", qkv);  // q rotated; k and v as projected
+      output("k_cache", kc, true);
+      output("v_cache", vc, true);
+      break;
+    }
     case Op::SiluGlu: {
       const Tensor gu = put(act, n, 2 * c.dim, d.x), out = poisoned(act, n, c.dim);
       op_ = [this, gu, out] { be_.silu_glu(gu, out); };
@@ -1053,6 +1126,16 @@ Traffic traffic(const OpCase& c, const Backend& backend) {
       for (const SeqRows& s : c.seqs) rows += s.rows;
       // q read and written, k and v read and stored, positions and slots.
       t.bytes = rows * (2 * static_cast<double>(c.heads) + 4 * static_cast<double>(c.kv_heads)) * hd * a + 8 * rows;
+      break;
+    }
+    case Op::MatmulRopeStoreKv: {
+      double rows = 0;
+      for (const SeqRows& s : c.seqs) rows += s.rows;
+      const double width = (static_cast<double>(c.heads) + 2 * static_cast<double>(c.kv_heads)) * hd;
+      // x and the weight read, qkv written, k and v stored, positions and slots.
+      t.bytes = rows * dim * a + width * dim * w + rows * width * a +
+                rows * 2 * static_cast<double>(c.kv_heads) * hd * a + 8 * rows;
+      t.flops = 2 * rows * dim * width;
       break;
     }
     case Op::SiluGlu: t.bytes = 3 * n * dim * a; break;

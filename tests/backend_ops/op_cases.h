@@ -19,6 +19,7 @@ enum class Op : uint8_t {
   RmsNorm,
   AddRmsNorm,
   RopeStoreKv,
+  MatmulRopeStoreKv,  // a layer's qkv projection and rope_store_kv in one call (fused on CUDA for <= 16 rows)
   SiluGlu,
   GatherRows,
   ScatterRows,  // a step's target taps set aside into the drafter's waiting-row store
@@ -62,7 +63,7 @@ struct OpCase {
                           // embedding: f32 out, rmsnorm: f32 x (the residual stream)
   bool in_place = false;  // rmsnorm: y is x
   bool tiled = false;     // matmul: w handed to Backend::prepare_matmul_weight, as the models' weights are
-  bool norm = true;       // rope_store_kv: with per-head norm weights (Qwen3) or without (Llama)
+  bool norm = true;       // (matmul_)rope_store_kv: with per-head norm weights (Qwen3) or without (Llama)
   bool ties = false;      // argmax: every row's maximum appears twice
   int64_t offset = -1;    // argmax: >= 0 runs argmax_key, x being the vocabulary shard at this offset
   bool greedy = false;    // sample / accept: every row at temperature 0 (else a mix of filters)

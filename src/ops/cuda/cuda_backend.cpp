@@ -340,6 +340,38 @@ class CudaBackend final : public Backend {
     cuda::rope_store_kv(qkv, heads, kv_heads, head_dim, q_norm, k_norm, positions, rope, eps, slots, k_cache, v_cache,
                         stream_);
   }
+  // Decode and verify rows get their attention inputs from the GEMM's fold
+  // (Matmul::run_rope): one kernel and one dependency fewer a layer. It
+  // shares the rope kernel's arithmetic and lane layout (rope_math.cuh), so a
+  // row's bits do not depend on which path ran it.
+  void matmul_rope_store_kv(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& qkv, int64_t heads,
+                            int64_t kv_heads, int64_t head_dim, const Tensor* q_norm, const Tensor* k_norm,
+                            const int32_t* positions, const Rope& rope, float eps, const int32_t* slots,
+                            const Tensor& k_cache, const Tensor& v_cache) override {
+    cuda::check_rope_store_kv(qkv, heads, kv_heads, head_dim, q_norm, k_norm, positions, rope, slots, k_cache,
+                              v_cache);
+    if (head_dim == kRopeHeadDim &&
+        cuda::rope_lane_elems(qkv, head_dim, q_norm, k_norm, k_cache, v_cache) == kRopeHeadDim / 32) {
+      RopeEpilogue e;
+      e.positions = positions;
+      e.slots = slots;
+      e.inv_freq = rope.inv_freq.as<float>();
+      e.q_norm = q_norm ? q_norm->data : nullptr;
+      e.k_norm = k_norm ? k_norm->data : nullptr;
+      e.k_cache = k_cache.data;
+      e.v_cache = v_cache.data;
+      e.ldk = k_cache.ld;
+      e.ldv = v_cache.ld;
+      e.pool_rows = k_cache.rows;
+      e.heads = static_cast<int>(heads);
+      e.kv_heads = static_cast<int>(kv_heads);
+      e.attention_factor = rope.attention_factor;
+      e.eps = eps;
+      if (matmul_->run_rope(x, w, bias, qkv, e, stream_)) return;
+    }
+    matmul(x, w, bias, qkv);
+    rope_store_kv(qkv, heads, kv_heads, head_dim, q_norm, k_norm, positions, rope, eps, slots, k_cache, v_cache);
+  }
   void silu_glu(const Tensor& gate_up, const Tensor& out) override { cuda::silu_glu(gate_up, out, stream_); }
   void paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& out,
                        const AttnBatch& batch, const AttentionMask& mask, int64_t n_heads, int64_t n_kv_heads,

@@ -11,14 +11,17 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <type_traits>
 
 #include <cooperative_groups.h>
 
+#include "ops/cuda/checks.h"
 #include "ops/cuda/common.cuh"
 #include "ops/cuda/device.h"
 #include "ops/cuda/gemm_invariant.cuh"
 #include "ops/cuda/gemm_tiles.h"
 #include "ops/cuda/matmul_tiles.h"
+#include "ops/cuda/rope_math.cuh"
 
 namespace flashdraft::ops::cuda {
 namespace {
@@ -218,10 +221,127 @@ __device__ __forceinline__ void tile_of(int id, int m_tiles, int n_tiles, int& m
   nt = in / size;
 }
 
+// Four adjacent columns at `at` of every slice's partial (16-byte loads, all
+// in flight at once), folded in slice order.
+__device__ __forceinline__ float4 fold_quad(const float* const (&from)[kMaxSlices], int slices, int at) {
+  float4 t[kMaxSlices];
+#pragma unroll
+  for (int u = 0; u < kMaxSlices; ++u)
+    t[u] = u < slices ? *reinterpret_cast<const float4*>(from[u] + at) : make_float4(0.f, 0.f, 0.f, 0.f);
+  float4 v = t[0];
+#pragma unroll
+  for (int u = 1; u < kMaxSlices; ++u)
+    if (u < slices)
+      v = make_float4(gemm::fold(v.x, t[u].x), gemm::fold(v.y, t[u].y), gemm::fold(v.z, t[u].z),
+                      gemm::fold(v.w, t[u].w));
+  return v;
+}
+
+// The split fold: each block of the cluster folds a share of the tile's
+// columns, reading every block's partial (`from`, by slice) in slice order,
+// so the order never depends on which block finished first.
+template <class S, class Y>
+__device__ __forceinline__ void fold_columns(const GemmArgs& a, const float* const (&from)[kMaxSlices], int slices,
+                                             int x_rows, int m0, int n0, int tid) {
+  Y* y = static_cast<Y*>(a.y);
+  const int share = (S::BN + slices - 1) / slices, c0 = blockIdx.y * share;
+  const int width = max(0, min(min(share, S::BN - c0), a.n - n0 - c0)), count = x_rows * width;
+  // Four columns a thread where the share, width and y allow (the slice
+  // counts 2, 4 and 8 of the models' shapes): a quarter of the loop trips
+  // and 16-byte partial loads. Same folds, element by element.
+  Y* y0 = y + static_cast<int64_t>(m0) * a.ldy + n0 + c0;
+  if (share % 4 == 0 && width % 4 == 0 && a.ldy % 4 == 0 && reinterpret_cast<uintptr_t>(y0) % (4 * sizeof(Y)) == 0) {
+    const int quads = width / 4;
+    for (int e = tid; e < x_rows * quads; e += S::kBlockThreads) {
+      const int r = e / quads, c = c0 + (e % quads) * 4;
+      const float4 v = fold_quad(from, slices, r * S::kPartialLd + c);
+      alignas(16) Y out[4] = {gemm::finish<Y>(v.x, a.bias, a.bias_f32, n0 + c),
+                              gemm::finish<Y>(v.y, a.bias, a.bias_f32, n0 + c + 1),
+                              gemm::finish<Y>(v.z, a.bias, a.bias_f32, n0 + c + 2),
+                              gemm::finish<Y>(v.w, a.bias, a.bias_f32, n0 + c + 3)};
+      Y* to = y0 + static_cast<int64_t>(r) * a.ldy + (c - c0);
+      if constexpr (sizeof(Y) == 2)
+        *reinterpret_cast<uint2*>(to) = *reinterpret_cast<const uint2*>(out);
+      else
+        *reinterpret_cast<float4*>(to) = *reinterpret_cast<const float4*>(out);
+    }
+  } else {
+    for (int e = tid; e < count; e += S::kBlockThreads) {
+      const int r = e / width, c = c0 + e % width, at = r * S::kPartialLd + c;
+      float t[kMaxSlices];
+#pragma unroll
+      for (int u = 0; u < kMaxSlices; ++u) t[u] = u < slices ? from[u][at] : 0.f;
+      float v = t[0];
+#pragma unroll
+      for (int u = 1; u < kMaxSlices; ++u)
+        if (u < slices) v = gemm::fold(v, t[u]);
+      y[(m0 + r) * a.ldy + n0 + c] = gemm::finish<Y>(v, a.bias, a.bias_f32, n0 + c);
+    }
+  }
+}
+
+// The split fold of a qkv projection tile (one head: kRopeHeadDim columns)
+// finished as rope_store_kv finishes it: a warp per row of the tile, dealt
+// round the cluster's warps, lane l folding columns [4 l, 4 l + 4) from every
+// slice's partial (the fold and rounding of the plain path), then, by the
+// arithmetic and lane layout of rope_math.cuh: q normed, rotated and written
+// back; k written as projected, then normed, rotated and stored in its pool
+// slot; v written and stored.
+template <class S>
+__device__ __forceinline__ void rope_fold(const GemmArgs& a, const float* const (&from)[kMaxSlices], int slices,
+                                          int x_rows, int m0, int n0, int warp, int lane) {
+  static_assert(S::BN == kRopeHeadDim && kRopeHeadDim == 32 * 4, "a tile is one head, four columns a lane");
+  constexpr int kWarps = S::kBlockThreads / 32, kHalf = kRopeHeadDim / 2;
+  const RopeEpilogue& e = a.rope;
+  const int head = n0 / kRopeHeadDim, c = 4 * lane;
+  const bool is_q = head < e.heads, is_k = !is_q && head < e.heads + e.kv_heads;
+  const bf16* norm = static_cast<const bf16*>(is_q ? e.q_norm : e.k_norm);
+  bf16* y = static_cast<bf16*>(a.y);
+  for (int r = blockIdx.y * kWarps + warp; r < x_rows; r += slices * kWarps) {
+    const float4 v = fold_quad(from, slices, r * S::kPartialLd + c);
+    const int row = m0 + r;
+    const int n = n0 + c;
+    float x[4] = {__bfloat162float(gemm::finish<bf16>(v.x, a.bias, a.bias_f32, n)),
+                  __bfloat162float(gemm::finish<bf16>(v.y, a.bias, a.bias_f32, n + 1)),
+                  __bfloat162float(gemm::finish<bf16>(v.z, a.bias, a.bias_f32, n + 2)),
+                  __bfloat162float(gemm::finish<bf16>(v.w, a.bias, a.bias_f32, n + 3))};
+    bf16* out = y + static_cast<int64_t>(row) * a.ldy + n;
+    if (!is_q) store_vec<4>(out, x);  // k and v columns keep the projection
+    const int32_t slot = e.slots[row];
+    if (!is_q && (slot < 0 || slot >= e.pool_rows)) continue;  // no pool row: nothing to store
+    const int64_t kv_col = static_cast<int64_t>(head - e.heads - (is_k ? 0 : e.kv_heads)) * kRopeHeadDim + c;
+    if (!is_q && !is_k) {  // v
+      store_vec<4>(static_cast<bf16*>(e.v_cache) + slot * e.ldv + kv_col, x);
+      continue;
+    }
+    if (norm) {
+      const float scale = rope_math::rms_factor(rope_math::add_squares<4>(x, 0.f), kRopeHeadDim, e.eps);
+      float w[4];
+      load_vec<4>(norm + c, w);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) x[i] = rope_math::normed(x[i], scale, w[i]);
+    }
+    // Lane l < 16 holds the first half of its pairs, lane l + 16 the second.
+    const float position = static_cast<float>(e.positions[row]);
+    float rotated[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float partner = __shfl_xor_sync(0xffffffffu, x[i], 16);
+      float co, si;
+      rope_math::cos_sin(position, e.inv_freq[(c + i) % kHalf], e.attention_factor, co, si);
+      rotated[i] = lane < 16 ? rope_math::rotated_first(x[i], partner, co, si)
+                             : rope_math::rotated_second(partner, x[i], co, si);
+    }
+    store_vec<4>(is_q ? out : static_cast<bf16*>(e.k_cache) + slot * e.ldk + kv_col, rotated);
+  }
+}
+
 // TILED: w is a tiled weight (a.w_tiles), read by ldmatrix from its core
-// matrices; else row-major, in planes.
-template <class S, class Y, Mode MODE, bool TILED>
+// matrices; else row-major, in planes. ROPE: the split fold ends in
+// rope_store_kv's work (a.rope).
+template <class S, class Y, Mode MODE, bool TILED, bool ROPE = false>
 __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(const GemmArgs a) {
+  static_assert(!ROPE || (std::is_same_v<Y, bf16> && MODE == Mode::Split && TILED), "rope: bf16 y, split, tiled w");
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, q = lane & 3;
@@ -450,11 +570,10 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
   // Element (i2, j, e) of this thread's fragments sits at row m, column n.
   const auto row_of = [&](int i2, int e) { return m0 + wm * S::kWarpRows + i2 * 16 + g + (e >> 1) * 8; };
   const auto col_of = [&](int j, int e) { return n0 + wn * S::kWarpCols + j * 8 + 2 * q + (e & 1); };
-  Y* y = static_cast<Y*>(a.y);
-
   const bool holds = warp < S::WM * S::WN;  // not a producer
   if constexpr (MODE != Mode::Split) {
     if (!holds) return;
+    Y* y = static_cast<Y*>(a.y);
 #pragma unroll
     for (int i2 = 0; i2 < S::MT; ++i2)
 #pragma unroll
@@ -469,9 +588,8 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
         }
   } else {
     // The tile's slices are one cluster (rank = slice). Each block leaves its
-    // partial in its own shared memory, then folds a share of the tile's
-    // columns by reading every block's partial in slice order: the order
-    // never depends on which block finished first.
+    // partial in its own shared memory, then folds its share of the tile
+    // from all of them (fold_columns; rope_fold for a qkv projection).
     cg::cluster_group cluster = cg::this_cluster();
     cp_async_wait<0>();
     __syncthreads();  // the pipeline's stages are free: the partial goes there
@@ -489,48 +607,10 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
     const float* from[kMaxSlices];
 #pragma unroll
     for (int u = 0; u < kMaxSlices; ++u) from[u] = cluster.map_shared_rank(mine, u < slices ? u : 0);
-    const int share = (S::BN + slices - 1) / slices, c0 = blockIdx.y * share;
-    const int width = max(0, min(min(share, S::BN - c0), N - n0 - c0)), count = x_rows * width;
-    // Four columns a thread where the share, width and y allow (the slice
-    // counts 2, 4 and 8 of the models' shapes): a quarter of the loop trips
-    // and 16-byte partial loads. Same folds, element by element.
-    Y* y0 = y + static_cast<int64_t>(m0) * a.ldy + n0 + c0;
-    if (share % 4 == 0 && width % 4 == 0 && a.ldy % 4 == 0 && reinterpret_cast<uintptr_t>(y0) % (4 * sizeof(Y)) == 0) {
-      const int quads = width / 4;
-      for (int e = tid; e < x_rows * quads; e += S::kBlockThreads) {
-        const int r = e / quads, c = c0 + (e % quads) * 4, at = r * S::kPartialLd + c;
-        float4 t[kMaxSlices];
-#pragma unroll
-        for (int u = 0; u < kMaxSlices; ++u)
-          t[u] = u < slices ? *reinterpret_cast<const float4*>(from[u] + at) : make_float4(0.f, 0.f, 0.f, 0.f);
-        float4 v = t[0];
-#pragma unroll
-        for (int u = 1; u < kMaxSlices; ++u)
-          if (u < slices) v = make_float4(gemm::fold(v.x, t[u].x), gemm::fold(v.y, t[u].y), gemm::fold(v.z, t[u].z),
-                                          gemm::fold(v.w, t[u].w));
-        alignas(16) Y out[4] = {gemm::finish<Y>(v.x, a.bias, a.bias_f32, n0 + c),
-                                gemm::finish<Y>(v.y, a.bias, a.bias_f32, n0 + c + 1),
-                                gemm::finish<Y>(v.z, a.bias, a.bias_f32, n0 + c + 2),
-                                gemm::finish<Y>(v.w, a.bias, a.bias_f32, n0 + c + 3)};
-        Y* to = y0 + static_cast<int64_t>(r) * a.ldy + (c - c0);
-        if constexpr (sizeof(Y) == 2)
-          *reinterpret_cast<uint2*>(to) = *reinterpret_cast<const uint2*>(out);
-        else
-          *reinterpret_cast<float4*>(to) = *reinterpret_cast<const float4*>(out);
-      }
-    } else {
-      for (int e = tid; e < count; e += S::kBlockThreads) {
-        const int r = e / width, c = c0 + e % width, at = r * S::kPartialLd + c;
-        float t[kMaxSlices];
-#pragma unroll
-        for (int u = 0; u < kMaxSlices; ++u) t[u] = u < slices ? from[u][at] : 0.f;
-        float v = t[0];
-#pragma unroll
-        for (int u = 1; u < kMaxSlices; ++u)
-          if (u < slices) v = gemm::fold(v, t[u]);
-        y[(m0 + r) * a.ldy + n0 + c] = gemm::finish<Y>(v, a.bias, a.bias_f32, n0 + c);
-      }
-    }
+    if constexpr (ROPE)
+      rope_fold<S>(a, from, slices, x_rows, m0, n0, warp, lane);
+    else
+      fold_columns<S, Y>(a, from, slices, x_rows, m0, n0, tid);
     // No block leaves while another may still read its partial. A relaxed
     // arrival is enough: a block's reads of the others' partials are done
     // once their values are folded, which comes before its arrival in
@@ -542,7 +622,7 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
 }
 
 // The kernel's dynamic shared memory, opted in once per device (more than 48 KB needs it).
-template <class S, class Y, Mode MODE, bool TILED>
+template <class S, class Y, Mode MODE, bool TILED, bool ROPE = false>
 int configure() {
   const int smem = S::PRODUCER ? S::kBarrierOffset + S::kBarrierBytes
                    : MODE == Mode::Folded ? S::kSmemBytes + S::kTotalBytes
@@ -553,17 +633,18 @@ int configure() {
   check(cudaGetDevice(&device), "gemm: cudaGetDevice");
   const uint64_t bit = uint64_t{1} << (device & 63);
   if (!(configured.load() & bit)) {
-    check(cudaFuncSetAttribute(gemm_kernel<S, Y, MODE, TILED>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
+    check(cudaFuncSetAttribute(gemm_kernel<S, Y, MODE, TILED, ROPE>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               smem),
           "gemm: cudaFuncSetAttribute");
     configured.fetch_or(bit);
   }
   return smem;
 }
 
-template <class S, class Y, Mode MODE, bool TILED>
+template <class S, class Y, Mode MODE, bool TILED, bool ROPE = false>
 void launch_mode(const GemmArgs& a, int slices, cudaStream_t stream) {
-  auto* kernel = gemm_kernel<S, Y, MODE, TILED>;
-  const int smem = configure<S, Y, MODE, TILED>();
+  auto* kernel = gemm_kernel<S, Y, MODE, TILED, ROPE>;
+  const int smem = configure<S, Y, MODE, TILED, ROPE>();
   const int64_t tiles = ((a.m + S::BM - 1) / S::BM) * static_cast<int64_t>((a.n + S::BN - 1) / S::BN);
   const dim3 grid(static_cast<unsigned>(tiles), MODE == Mode::Split ? static_cast<unsigned>(slices) : 1u);
   cudaLaunchConfig_t config{};
@@ -659,6 +740,12 @@ int gemm_slice(int64_t n, int64_t k, int sms) {
 }
 
 void launch_gemm(GemmTile tile, const GemmArgs& a, cudaStream_t stream) {
+  if (a.with_rope) {
+    const int slices = (a.k + a.slice - 1) / a.slice;
+    if (tile != GemmTile::Rows16 || !a.split || !a.w_tiles || a.y_f32 || slices < 2 || slices > kMaxSlices)
+      fail("matmul", "the rope epilogue needs a split 16-row call over a tiled weight with bf16 y");
+    return launch_mode<ShapeOf<GemmTile::Rows16>, bf16, Mode::Split, true, true>(a, slices, stream);
+  }
   switch (tile) {
     case GemmTile::Rows16: return launch_tile<GemmTile::Rows16>(a, stream);
     case GemmTile::Rows32: return launch_tile<GemmTile::Rows32>(a, stream);

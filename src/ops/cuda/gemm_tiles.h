@@ -17,6 +17,24 @@ constexpr int gemm_tile_rows(GemmTile t) {
 }
 constexpr int gemm_tile_cols(GemmTile) { return 128; }
 
+// rope_store_kv done by the qkv GEMM's split fold (Matmul::run_rope): y's
+// columns are the q heads, then k's, then v's, of kRopeHeadDim each, so one
+// output tile is one head and the cluster that folds it owns it whole. Device
+// pointers; per row of the call: positions and slots.
+constexpr int kRopeHeadDim = 128;
+struct RopeEpilogue {
+  const int32_t* positions = nullptr;
+  const int32_t* slots = nullptr;     // pool rows; outside [0, pool_rows): nothing stored
+  const float* inv_freq = nullptr;    // [head_dim / 2] f32
+  const void* q_norm = nullptr;       // bf16 [head_dim], or null (no norm: both null)
+  const void* k_norm = nullptr;
+  void* k_cache = nullptr;            // bf16 [pool_rows, kv_heads * head_dim]
+  void* v_cache = nullptr;
+  int64_t ldk = 0, ldv = 0, pool_rows = 0;
+  int heads = 0, kv_heads = 0;
+  float attention_factor = 1.0f, eps = 0.0f;
+};
+
 struct GemmArgs {
   const void* x = nullptr;     // bf16, rows 16-byte aligned (ldx % 8 == 0, k % 8 == 0)
   const void* w = nullptr;     // bf16, likewise; or tiled (w_tiles, matmul_tiles.h; ldw = matmul_tiles_k(k))
@@ -31,6 +49,10 @@ struct GemmArgs {
   // form a cluster and fold their partials in slice order (at most 8 slices).
   // Without it each block walks all slices itself.
   bool split = false;
+  // With a split Rows16 call over a tiled weight, bf16 y of whole heads:
+  // the fold finishes each head as rope_store_kv would (rope).
+  bool with_rope = false;
+  RopeEpilogue rope;
 };
 
 // The slice length for a weight of n rows and k columns on a device with

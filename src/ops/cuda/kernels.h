@@ -18,6 +18,15 @@ void add_rmsnorm(const Tensor& residual, const Tensor& delta, const Tensor& w, c
 void rope_store_kv(const Tensor& qkv, int64_t heads, int64_t kv_heads, int64_t head_dim, const Tensor* q_norm,
                    const Tensor* k_norm, const int32_t* positions, const Rope& rope, float eps, const int32_t* slots,
                    const Tensor& k_cache, const Tensor& v_cache, cudaStream_t stream);
+// rope_store_kv's argument checks (throws), and how many consecutive elements
+// of a head its kernel gives each lane for these views: head_dim / 32 (the
+// layout of rope_math.cuh, which the qkv GEMM's fused epilogue shares) where
+// their alignment allows.
+void check_rope_store_kv(const Tensor& qkv, int64_t heads, int64_t kv_heads, int64_t head_dim, const Tensor* q_norm,
+                         const Tensor* k_norm, const int32_t* positions, const Rope& rope, const int32_t* slots,
+                         const Tensor& k_cache, const Tensor& v_cache);
+int rope_lane_elems(const Tensor& qkv, int64_t head_dim, const Tensor* q_norm, const Tensor* k_norm,
+                    const Tensor& k_cache, const Tensor& v_cache);
 void silu_glu(const Tensor& gate_up, const Tensor& out, cudaStream_t stream);
 void gather_rows(const Tensor& src, const int32_t* rows, const Tensor& dst, cudaStream_t stream);
 void scatter_rows(const Tensor& src, const int32_t* rows, const Tensor& dst, cudaStream_t stream);

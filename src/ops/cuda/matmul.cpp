@@ -55,8 +55,7 @@ Matmul::Choice Matmul::choose(int64_t m, int64_t n, int64_t k) const {
   return c;
 }
 
-void Matmul::run(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y, cudaStream_t stream,
-                 const Choice* force) {
+GemmArgs Matmul::checked_args(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) const {
   expect_tensor(x, DType::BF16, "matmul", "x");
   expect_weight(w, DType::BF16, "matmul", "w");
   expect_tensor(y, DType::BF16, DType::F32, "matmul", "y");
@@ -66,7 +65,8 @@ void Matmul::run(const Tensor& x, const Tensor& w, const Tensor* bias, const Ten
     expect_tensor(*bias, DType::BF16, DType::F32, "matmul", "bias");
     expect_shape(*bias, 1, w.rows, "matmul", "bias");
   }
-  if (y.empty()) return;
+  GemmArgs a;
+  if (y.empty()) return a;
   if (x.cols == 0) fail("matmul", "in = 0 (nothing to multiply)");
   if (overlaps(x, y) || overlaps(w, y)) fail("matmul", "y must not alias x or w");
   if (x.rows > INT_MAX || w.rows > INT_MAX || x.cols > INT_MAX)
@@ -75,7 +75,6 @@ void Matmul::run(const Tensor& x, const Tensor& w, const Tensor* bias, const Ten
   const bool tiled = w.layout == Layout::MatmulTiles;
   if (!tiled) expect_rows_16b(w, "w");
 
-  GemmArgs a;
   a.x = x.data;
   a.w = w.data;
   a.bias = bias ? bias->data : nullptr;
@@ -90,9 +89,32 @@ void Matmul::run(const Tensor& x, const Tensor& w, const Tensor* bias, const Ten
   a.slice = slice(a.n, a.k);
   a.y_f32 = y.dtype == DType::F32;
   a.bias_f32 = bias && bias->dtype == DType::F32;
+  return a;
+}
+
+void Matmul::run(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y, cudaStream_t stream,
+                 const Choice* force) {
+  GemmArgs a = checked_args(x, w, bias, y);
+  if (y.empty()) return;
   const Choice c = force ? *force : choose(a.m, a.n, a.k);
   a.split = c.split;
   launch_gemm(c.tile, a, stream);
+}
+
+bool Matmul::run_rope(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y, const RopeEpilogue& rope,
+                      cudaStream_t stream) {
+  GemmArgs a = checked_args(x, w, bias, y);
+  if (y.empty()) return false;
+  const Choice c = choose(a.m, a.n, a.k);
+  // The epilogue stores four bf16 of y a lane (8 bytes).
+  const bool y_ok = reinterpret_cast<uintptr_t>(y.data) % 8 == 0 && (y.rows <= 1 || y.ld % 4 == 0);
+  if (c.tile != GemmTile::Rows16 || !c.split || !a.w_tiles || a.y_f32 || !y_ok || a.n % kRopeHeadDim != 0)
+    return false;
+  a.split = true;
+  a.with_rope = true;
+  a.rope = rope;
+  launch_gemm(c.tile, a, stream);
+  return true;
 }
 
 }  // namespace flashdraft::ops::cuda

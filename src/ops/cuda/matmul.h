@@ -32,8 +32,15 @@ class Matmul {
   // overrides the choice.
   void run(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y, cudaStream_t stream,
            const Choice* force = nullptr);
+  // run() with rope_store_kv's work done by the split fold (gemm_tiles.h,
+  // RopeEpilogue) where the call runs split 16-row blocks over a tiled weight
+  // into bf16 y (decode and verify rows): returns false, having enqueued
+  // nothing, where it does not.
+  bool run_rope(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y, const RopeEpilogue& rope,
+                cudaStream_t stream);
 
  private:
+  GemmArgs checked_args(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) const;
   int sms_ = 0;
 };
 

@@ -4,6 +4,7 @@
 #include "ops/cuda/common.cuh"
 #include "ops/cuda/device.h"
 #include "ops/cuda/kernels.h"
+#include "ops/cuda/rope_math.cuh"
 
 namespace flashdraft::ops::cuda {
 namespace {
@@ -16,10 +17,10 @@ constexpr int kWarps = 4;
 // One launch instead of three (q rope, k rope, K/V store): at decode each of
 // those was a few microseconds of almost no work.
 // cos/sin depend only on (position, i), so each block computes them once into
-// shared memory. The angle is the f32 product pos * inv_freq[i] (as Hugging
-// Face forms it) and sincosf is the accurate libdevice one: at positions in
-// the tens of thousands the angle is large and a fast __sinf would drift. The
-// normed value stays in f32 through the rotation: one rounding to bf16.
+// shared memory. The arithmetic is rope_math.cuh's, as in the qkv GEMM's fused
+// epilogue; with V = head_dim / 32 (what the launcher picks where it can) a
+// lane holds the elements that epilogue's lane holds, so both give the same
+// bits. The normed value stays in f32 through the rotation: one rounding.
 template <int V, bool kNorm>
 __global__ void rope_store_kv_kernel(bf16* qkv, int64_t ld, int heads, int kv_heads, int head_dim,
                                      const bf16* __restrict__ q_norm, const bf16* __restrict__ k_norm,
@@ -34,10 +35,7 @@ __global__ void rope_store_kv_kernel(bf16* qkv, int64_t ld, int heads, int kv_he
   float* sin_t = table + half;
   const float pos = static_cast<float>(positions[blockIdx.x]);
   for (int i = threadIdx.x; i < half; i += blockDim.x) {
-    float s, c;
-    sincosf(pos * inv_freq[i], &s, &c);
-    cos_t[i] = c * attention_factor;
-    sin_t[i] = s * attention_factor;
+    rope_math::cos_sin(pos, inv_freq[i], attention_factor, cos_t[i], sin_t[i]);
   }
   __syncthreads();
 
@@ -68,10 +66,9 @@ __global__ void rope_store_kv_kernel(bf16* qkv, int64_t ld, int heads, int kv_he
       for (int c = lane * V; c < head_dim; c += 32 * V) {
         float v[V];
         load_vec<V>(src + c, v);
-#pragma unroll
-        for (int i = 0; i < V; ++i) sum += v[i] * v[i];
+        sum = rope_math::add_squares<V>(v, sum);
       }
-      scale = rsqrtf(warp_sum(sum) / static_cast<float>(head_dim) + eps);
+      scale = rope_math::rms_factor(sum, head_dim, eps);
     }
     for (int c = lane * V; c < half; c += 32 * V) {
       float a[V], b[V];
@@ -83,16 +80,16 @@ __global__ void rope_store_kv_kernel(bf16* qkv, int64_t ld, int heads, int kv_he
         load_vec<V>(norm_w + c + half, wb);
 #pragma unroll
         for (int i = 0; i < V; ++i) {
-          a[i] = a[i] * scale * wa[i];
-          b[i] = b[i] * scale * wb[i];
+          a[i] = rope_math::normed(a[i], scale, wa[i]);
+          b[i] = rope_math::normed(b[i], scale, wb[i]);
         }
       }
       float ra[V], rb[V];
 #pragma unroll
       for (int i = 0; i < V; ++i) {
         const float co = cos_t[c + i], si = sin_t[c + i];
-        ra[i] = a[i] * co - b[i] * si;
-        rb[i] = b[i] * co + a[i] * si;
+        ra[i] = rope_math::rotated_first(a[i], b[i], co, si);
+        rb[i] = rope_math::rotated_second(a[i], b[i], co, si);
       }
       store_vec<V>(dst + c, ra);
       store_vec<V>(dst + c + half, rb);
@@ -102,9 +99,9 @@ __global__ void rope_store_kv_kernel(bf16* qkv, int64_t ld, int heads, int kv_he
 
 }  // namespace
 
-void rope_store_kv(const Tensor& qkv, int64_t heads, int64_t kv_heads, int64_t head_dim, const Tensor* q_norm,
-                   const Tensor* k_norm, const int32_t* positions, const Rope& rope, float eps, const int32_t* slots,
-                   const Tensor& k_cache, const Tensor& v_cache, cudaStream_t stream) {
+void check_rope_store_kv(const Tensor& qkv, int64_t heads, int64_t kv_heads, int64_t head_dim, const Tensor* q_norm,
+                         const Tensor* k_norm, const int32_t* positions, const Rope& rope, const int32_t* slots,
+                         const Tensor& k_cache, const Tensor& v_cache) {
   const char* op = "rope_store_kv";
   expect_tensor(qkv, DType::BF16, op, "qkv");
   if (heads < 0 || kv_heads <= 0 || head_dim <= 0 || head_dim % 2 != 0)
@@ -125,12 +122,28 @@ void rope_store_kv(const Tensor& qkv, int64_t heads, int64_t kv_heads, int64_t h
     }
   expect_pointer(positions, qkv.rows, op, "positions");
   expect_pointer(slots, qkv.rows, op, "slots");
-  if (qkv.empty()) return;
-  const int64_t half = head_dim / 2;
-  const size_t smem = 2 * static_cast<size_t>(half) * sizeof(float);
-  if (smem > 48 * 1024) fail(op, "head_dim " + std::to_string(head_dim) + " is larger than supported");
+  if (2 * static_cast<size_t>(head_dim / 2) * sizeof(float) > 48 * 1024)
+    fail(op, "head_dim " + std::to_string(head_dim) + " is larger than supported");
+}
+
+int rope_lane_elems(const Tensor& qkv, int64_t head_dim, const Tensor* q_norm, const Tensor* k_norm,
+                    const Tensor& k_cache, const Tensor& v_cache) {
   const Tensor none{};
-  const int v = vector_elems(half, 2, {&qkv, &k_cache, &v_cache, q_norm ? q_norm : &none, k_norm ? k_norm : &none});
+  const int v =
+      vector_elems(head_dim / 2, 2, {&qkv, &k_cache, &v_cache, q_norm ? q_norm : &none, k_norm ? k_norm : &none});
+  // rope_math.cuh's layout (a lane's E = head_dim / 32 elements) where the
+  // vectors allow it: the fused GEMM epilogue's bits (head_dim 128: E = 4).
+  const int64_t e = head_dim / 32;
+  return head_dim % 32 == 0 && e <= v && v % e == 0 ? static_cast<int>(e) : v;
+}
+
+void rope_store_kv(const Tensor& qkv, int64_t heads, int64_t kv_heads, int64_t head_dim, const Tensor* q_norm,
+                   const Tensor* k_norm, const int32_t* positions, const Rope& rope, float eps, const int32_t* slots,
+                   const Tensor& k_cache, const Tensor& v_cache, cudaStream_t stream) {
+  check_rope_store_kv(qkv, heads, kv_heads, head_dim, q_norm, k_norm, positions, rope, slots, k_cache, v_cache);
+  if (qkv.empty()) return;
+  const size_t smem = 2 * static_cast<size_t>(head_dim / 2) * sizeof(float);
+  const int v = rope_lane_elems(qkv, head_dim, q_norm, k_norm, k_cache, v_cache);
   const int64_t units = heads + 2 * kv_heads;
   const dim3 grid(static_cast<unsigned>(qkv.rows), static_cast<unsigned>((units + kWarps - 1) / kWarps));
   const bool norm = k_norm != nullptr;
