@@ -43,7 +43,8 @@ void declare_decoder_layer(WeightLoader& loader, const std::string& p, const Lay
   w.o_proj = loader.alloc(H, q);
   w.gate_up = loader.alloc(2 * I, H);
   w.down = loader.alloc(H, I);
-  for (ops::OwnedTensor* m : {&w.qkv, &w.o_proj, &w.gate_up, &w.down}) loader.matmul_weight(*m);
+  for (ops::OwnedTensor* m : {&w.qkv, &w.o_proj, &w.down}) loader.matmul_weight(*m);
+  loader.glu_weight(w.gate_up);
   loader.add(p + "input_layernorm.weight", {H}, w.input_norm.t, hidden);
   loader.add(p + "self_attn.q_proj.weight", {q_all, H}, w.qkv.t.row_slice(0, q), heads + ", " + hidden, q_rows);
   loader.add(p + "self_attn.k_proj.weight", {kv_all, H}, w.qkv.t.row_slice(q, kv), kv_heads + ", " + hidden, kv_rows);
@@ -114,8 +115,7 @@ void decoder_layer(ops::Backend& be, const DecoderLayerWeights& w, const LayerGe
   if (shard.active()) shard.comm->all_reduce_sum(be, rows(a.proj));
 
   be.add_rmsnorm(rows(a.x), rows(a.proj), w.post_norm.t, rows(a.xn), g.eps, nullptr);
-  be.matmul(rows(a.xn), w.gate_up.t, nullptr, rows(a.gate_up));
-  be.silu_glu(rows(a.gate_up), rows(a.act));
+  be.matmul_silu_glu(rows(a.xn), w.gate_up.t, rows(a.gate_up), rows(a.act));
   be.matmul(rows(a.act), w.down.t, nullptr, rows(a.proj));
   if (shard.active()) shard.comm->all_reduce_sum(be, rows(a.proj));
 }

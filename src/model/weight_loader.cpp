@@ -128,7 +128,12 @@ void WeightLoader::load(const LoadProgress& progress, const std::function<bool(c
 }
 
 void WeightLoader::prepare_matmul_weights() {
-  for (ops::OwnedTensor* w : std::exchange(matmul_weights_, {})) backend_.prepare_matmul_weight(*w);
+  for (const auto& [w, glu] : std::exchange(matmul_weights_, {})) {
+    if (glu)
+      backend_.prepare_glu_weight(*w);
+    else
+      backend_.prepare_matmul_weight(*w);
+  }
 }
 
 }  // namespace flashdraft::model

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "io/checkpoint.h"
@@ -34,7 +35,10 @@ class WeightLoader {
   // Marks `w` (from alloc, used whole as matmul's w only) for the backend's
   // matmul layout (Backend::prepare_matmul_weight), applied once load() has
   // filled it: `w` must stay where it is until then.
-  void matmul_weight(ops::OwnedTensor& w) { matmul_weights_.push_back(&w); }
+  void matmul_weight(ops::OwnedTensor& w) { matmul_weights_.push_back({&w, false}); }
+  // The same for a fused [gate; up] projection that only
+  // Backend::matmul_silu_glu reads (Backend::prepare_glu_weight).
+  void glu_weight(ops::OwnedTensor& w) { matmul_weights_.push_back({&w, true}); }
   // Checkpoint tensor `name` of `shape` ([out, in] or [n]) goes to `dest`
   // (same element count, e.g. a row slice of a fused buffer). `why` explains
   // the expected shape in error messages ("hidden_size x ...").
@@ -67,7 +71,7 @@ class WeightLoader {
   const io::Checkpoint* ckpt_;
   uint64_t seed_;
   std::vector<Decl> decls_;
-  std::vector<ops::OwnedTensor*> matmul_weights_;
+  std::vector<std::pair<ops::OwnedTensor*, bool>> matmul_weights_;  // (weight, is a [gate; up] one)
 };
 
 }  // namespace flashdraft::model

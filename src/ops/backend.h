@@ -32,8 +32,10 @@ const char* device_name(Device device);  // "cpu", "cuda"
 
 // Where a tensor's elements sit. MatmulTiles: a weight that its backend
 // rearranged for its matmul (Backend::prepare_matmul_weight); only matmul
-// reads it, as its w, and it cannot be sliced.
-enum class Layout : uint8_t { RowMajor, MatmulTiles };
+// reads it, as its w, and it cannot be sliced. GluTiles: a [gate; up] weight
+// rearranged for matmul_silu_glu (Backend::prepare_glu_weight), read by that
+// op only.
+enum class Layout : uint8_t { RowMajor, MatmulTiles, GluTiles };
 
 struct Tensor {
   void* data = nullptr;
@@ -265,6 +267,9 @@ class Backend {
   // backend's matmul reads fastest, replacing its buffer; the values and every
   // product stay the same. Default: left as it is.
   virtual void prepare_matmul_weight(OwnedTensor& w) { (void)w; }
+  // The same for a fused [gate; up] projection [2 I, in] that only
+  // matmul_silu_glu reads. Default: prepare_matmul_weight.
+  virtual void prepare_glu_weight(OwnedTensor& w) { prepare_matmul_weight(w); }
   // y = x / sqrt(mean(x^2) + eps) * w, per row. x f32 (the residual stream)
   // or the activation dtype, y the activation dtype; y may be x when they match.
   virtual void rmsnorm(const Tensor& x, const Tensor& w, const Tensor& y, float eps) = 0;
@@ -298,6 +303,15 @@ class Backend {
   }
   // out[r, i] = silu(gate_up[r, i]) * gate_up[r, I + i]; gate_up [n, 2I], out [n, I].
   virtual void silu_glu(const Tensor& gate_up, const Tensor& out) = 0;
+  // matmul(x, w, null, gate_up), then silu_glu(gate_up, out): the MLP's first
+  // half in one call, so that a backend may do both in one pass (the CUDA one
+  // does for decode and verify rows, and then never writes gate_up). w is the
+  // [2 I, in] projection (prepare_glu_weight), gate_up [n, 2 I] scratch whose
+  // contents afterwards are the backend's, out [n, I].
+  virtual void matmul_silu_glu(const Tensor& x, const Tensor& w, const Tensor& gate_up, const Tensor& out) {
+    matmul(x, w, nullptr, gate_up);
+    silu_glu(gate_up, out);
+  }
   // Grouped-query attention of every sequence of the batch over one paged KV
   // layer (which already holds the rows' own K/V). q, out: [batch.n_rows,
   // n_heads * head_dim]; query head h reads kv head h / (n_heads / n_kv_heads).

@@ -153,6 +153,28 @@ TEST_P(BatchInvariance, AttentionInputsDoNotDependOnRowCount) {
   }
 }
 
+// Likewise the MLP's first half (matmul_silu_glu): CUDA folds up to 16 rows
+// straight into silu_glu's output and runs longer calls through gate_up in
+// runs of 64 and the silu kernel.
+TEST_P(BatchInvariance, GluRowDoesNotDependOnRowCount) {
+  Backend& be = *be_;
+  const DType dt = be.activation_dtype();
+  const int64_t in = 4096, inter = 12288, n = 48;
+  auto x = upload(random_vec(static_cast<size_t>(n * in), 21), n, in, dt);
+  auto w = upload(random_vec(static_cast<size_t>(2 * inter * in), 22, 0.02f), 2 * inter, in, be.weight_dtype());
+  be.prepare_glu_weight(w);
+  const auto run = [&](int64_t r0, int64_t rows) {
+    auto gate_up = be.alloc_tensor(dt, rows, 2 * inter), out = be.alloc_tensor(dt, rows, inter);
+    be.matmul_silu_glu(x.t.row_slice(r0, rows), w.t, gate_up.t, out.t);
+    return download(be, out.t);
+  };
+  const auto all = run(0, n);
+  for (int64_t rows : {1, 2, 16, 17})
+    for (int64_t r0 : {int64_t{0}, int64_t{5}, n - rows})
+      EXPECT_TRUE(same_bits(run(r0, rows).data(), all.data() + r0 * inter, rows * inter))
+          << "rows [" << r0 << ", " << r0 + rows << ") alone differ from the same rows in " << n;
+}
+
 // One row of interest (query q0, position C) in a sequence computed alone and
 // among others, as a decode row, row 0 of a 16-row block, or a row inside a
 // prefill chunk of another size and start (the keys before it are the same

@@ -21,6 +21,7 @@ const char* op_name(Op op) {
     case Op::AddRmsNorm: return "add_rmsnorm";
     case Op::RopeStoreKv: return "rope_store_kv";
     case Op::MatmulRopeStoreKv: return "matmul_rope_store_kv";
+    case Op::MatmulSiluGlu: return "matmul_silu_glu";
     case Op::SiluGlu: return "silu_glu";
     case Op::GatherRows: return "gather_rows";
     case Op::ScatterRows: return "scatter_rows";
@@ -76,6 +77,9 @@ double bf16_bound(const OpCase& c) {
     // The projection's rounding (the k and v columns: that one only), then
     // rope_store_kv's on q and k: two roundings, bounded as four.
     case Op::MatmulRopeStoreKv: return 2 * kTwoRoundings;
+    // gate and up rounded by the projection, the product once more: three
+    // roundings, bounded as four.
+    case Op::MatmulSiluGlu: return 2 * kTwoRoundings;
     // One rounding of silu(g) * u computed in f32.
     case Op::SiluGlu: return kOneRounding;
     // Copies of bf16-exact values: exact.
@@ -460,6 +464,20 @@ std::vector<OpCase> op_cases(DType dtype) {
     add(c);
   }
 
+  // ---- matmul_silu_glu: the gate_up projection and silu_glu in one call.
+  // CUDA folds decode and verify rows (Qwen3-8B's 12288) straight into out;
+  // 40 rows, and an unsplit small projection, go through gate_up in runs of
+  // 64; an intermediate size that is no multiple of 64 through the two ops.
+  struct Glu {
+    int64_t n, in, inter;
+  };
+  for (Glu g : {Glu{1, 4096, 12288}, Glu{16, 4096, 12288}, Glu{40, 4096, 12288}, Glu{7, 2048, 3072},
+                Glu{16, 384, 1152}, Glu{5, 1024, 96}}) {
+    OpCase c{.op = Op::MatmulSiluGlu, .n = g.n, .dim = g.in, .out = g.inter};
+    c.name = "matmul_silu_glu_n" + S(g.n) + "_" + S(g.in) + "x" + S(g.inter);
+    add(c);
+  }
+
   // ---- silu_glu: Qwen3-8B's and -0.6B's intermediate sizes.
   for (auto [n, inter] :
        {std::pair<int64_t, int64_t>{1, 12288}, {16, 12288}, {200, 12288}, {2048, 12288}, {1, 3072}, {200, 3072}}) {
@@ -682,6 +700,11 @@ std::shared_ptr<const CaseData> make_case_data(const OpCase& c, uint64_t seed) {
       rounded = {&d->x, &d->w, &d->bias, &d->norm_q, &d->norm_k};
       break;
     }
+    case Op::MatmulSiluGlu:
+      d->x = rng.uniform(n * c.dim, -1.0f, 1.0f);
+      d->w = rng.uniform(static_cast<size_t>(2 * c.out * c.dim), -0.1f, 0.1f);
+      rounded = {&d->x, &d->w};
+      break;
     case Op::SiluGlu:
       d->x = rng.uniform(n * 2 * c.dim, -6.0f, 6.0f);
       rounded = {&d->x};
@@ -965,6 +988,16 @@ void Bound::setup(const OpCase& c, const CaseData& d) {
       output("v_cache", vc, true);
       break;
     }
+    case Op::MatmulSiluGlu: {
+      const Tensor x = put(act, n, c.dim, d.x);
+      put(wt, 2 * c.out, c.dim, d.w);
+      be_.prepare_glu_weight(keep_.back());
+      const Tensor w = keep_.back().t;
+      const Tensor gate_up = poisoned(act, n, 2 * c.out), out = poisoned(act, n, c.out);
+      op_ = [this, x, w, gate_up, out] { be_.matmul_silu_glu(x, w, gate_up, out); };
+      output("out", out);  // gate_up is scratch: what it holds afterwards is the backend's business
+      break;
+    }
     case Op::SiluGlu: {
       const Tensor gu = put(act, n, 2 * c.dim, d.x), out = poisoned(act, n, c.dim);
       op_ = [this, gu, out] { be_.silu_glu(gu, out); };
@@ -1136,6 +1169,12 @@ Traffic traffic(const OpCase& c, const Backend& backend) {
       t.bytes = rows * dim * a + width * dim * w + rows * width * a +
                 rows * 2 * static_cast<double>(c.kv_heads) * hd * a + 8 * rows;
       t.flops = 2 * rows * dim * width;
+      break;
+    }
+    case Op::MatmulSiluGlu: {
+      const double inter = static_cast<double>(c.out);
+      t.bytes = n * dim * a + 2 * inter * dim * w + n * inter * a;  // x and w read, out written
+      t.flops = 4 * n * dim * inter;
       break;
     }
     case Op::SiluGlu: t.bytes = 3 * n * dim * a; break;

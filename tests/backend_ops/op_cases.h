@@ -20,6 +20,7 @@ enum class Op : uint8_t {
   AddRmsNorm,
   RopeStoreKv,
   MatmulRopeStoreKv,  // a layer's qkv projection and rope_store_kv in one call (fused on CUDA for <= 16 rows)
+  MatmulSiluGlu,      // the gate_up projection and silu_glu in one call (likewise)
   SiluGlu,
   GatherRows,
   ScatterRows,  // a step's target taps set aside into the drafter's waiting-row store

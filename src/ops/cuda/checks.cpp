@@ -14,6 +14,8 @@ std::string describe(const Tensor& t) {
   std::string s = std::to_string(t.rows) + "x" + std::to_string(t.cols) + " " + dtype_name(t.dtype);
   if (t.layout == Layout::MatmulTiles)
     s += " (tiled for matmul)";
+  else if (t.layout == Layout::GluTiles)
+    s += " (tiled for matmul_silu_glu)";
   else if (t.ld != t.cols)
     s += " (ld " + std::to_string(t.ld) + ")";
   return s;
@@ -82,7 +84,8 @@ int vector_elems(int64_t cols, size_t elem_bytes, std::initializer_list<const Te
 bool overlaps(const Tensor& a, const Tensor& b) {
   const auto span = [](const Tensor& t) {
     if (t.empty()) return size_t{0};
-    const int64_t elems = t.layout == Layout::MatmulTiles ? matmul_tiles_elems(t.rows, t.cols) : (t.rows - 1) * t.ld + t.cols;
+    const int64_t elems =
+        t.layout != Layout::RowMajor ? matmul_tiles_elems(t.rows, t.cols) : (t.rows - 1) * t.ld + t.cols;
     return static_cast<size_t>(elems) * dtype_size(t.dtype);
   };
   const auto* a0 = static_cast<const char*>(a.data);

@@ -18,7 +18,8 @@ void expect_tensor(const Tensor& t, DType a, DType b, const char* op, const char
 // A CUDA view of any floating dtype (f32, bf16, f16).
 void expect_float_tensor(const Tensor& t, const char* op, const char* name);
 void expect_shape(const Tensor& t, int64_t rows, int64_t cols, const char* op, const char* name);
-// matmul's w: as expect_tensor, and it may also be tiled (Layout::MatmulTiles).
+// matmul's w: as expect_tensor, and it may also be tiled (Layout::MatmulTiles,
+// or GluTiles where matmul_silu_glu runs the matmul).
 void expect_weight(const Tensor& w, DType dtype, const char* op, const char* name);
 // A device array argument (positions, slots, rows) that must not be null when n > 0.
 void expect_pointer(const void* p, int64_t n, const char* op, const char* name);

@@ -312,6 +312,8 @@ class CudaBackend final : public Backend {
     cuda::embedding(table, ids, out, scale, stream_);
   }
   void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) override {
+    if (w.layout == Layout::GluTiles)
+      fail("matmul", "w is " + cuda::describe(w) + ": a [gate; up] weight only matmul_silu_glu reads");
     matmul_->run(x, w, bias, y, stream_);
   }
   // bf16 weights go tiled (matmul_tiles.h); the row-major copy is freed once copied.
@@ -326,6 +328,31 @@ class CudaBackend final : public Backend {
     pack_matmul_tiles(w.t, tiled.t.data, stream_);
     synchronize();
     w = std::move(tiled);
+  }
+  // The [gate; up] rows regrouped in runs of kGluRun (gate run j, then up
+  // run j), then tiled: one 128-row tile of the product holds both halves of
+  // 64 outputs, which the GEMM's split fold finishes (Matmul::run_glu).
+  // Otherwise (an odd intermediate size, a strided view): a plain tiled
+  // weight, and matmul_silu_glu runs the two ops.
+  void prepare_glu_weight(OwnedTensor& w) override {
+    const int64_t inter = w.t.rows / 2;
+    if (w.t.dtype != DType::BF16 || w.t.layout != Layout::RowMajor || w.t.empty() || w.t.rows % 2 != 0 ||
+        inter % kGluRun != 0 || w.t.ld != w.t.cols)
+      return prepare_matmul_weight(w);
+    OwnedTensor runs = alloc_tensor(DType::BF16, w.t.rows, w.t.cols);
+    const size_t run = static_cast<size_t>(kGluRun * w.t.cols) * dtype_size(DType::BF16);
+    const auto* src = static_cast<const char*>(w.t.data);
+    auto* dst = static_cast<char*>(runs.t.data);
+    const auto height = static_cast<size_t>(inter / kGluRun);
+    check(cudaMemcpy2DAsync(dst, 2 * run, src, run, run, height, cudaMemcpyDeviceToDevice, stream_),
+          "prepare_glu_weight: gate runs");
+    check(cudaMemcpy2DAsync(dst + run, 2 * run, src + height * run, run, run, height, cudaMemcpyDeviceToDevice,
+                            stream_),
+          "prepare_glu_weight: up runs");
+    synchronize();
+    w = std::move(runs);
+    prepare_matmul_weight(w);
+    w.t.layout = Layout::GluTiles;
   }
   void rmsnorm(const Tensor& x, const Tensor& w, const Tensor& y, float eps) override {
     cuda::rmsnorm(x, w, y, eps, stream_);
@@ -373,6 +400,16 @@ class CudaBackend final : public Backend {
     rope_store_kv(qkv, heads, kv_heads, head_dim, q_norm, k_norm, positions, rope, eps, slots, k_cache, v_cache);
   }
   void silu_glu(const Tensor& gate_up, const Tensor& out) override { cuda::silu_glu(gate_up, out, stream_); }
+  // Decode and verify rows get silu_glu's output from the gate_up GEMM's
+  // fold (Matmul::run_glu): the silu kernel and its dependency go. Other
+  // calls over a GluTiles weight write gate_up in its runs and the silu
+  // kernel reads it so. Both share glu_math.cuh: the same bits either way.
+  void matmul_silu_glu(const Tensor& x, const Tensor& w, const Tensor& gate_up, const Tensor& out) override {
+    if (w.layout != Layout::GluTiles) return Backend::matmul_silu_glu(x, w, gate_up, out);
+    if (matmul_->run_glu(x, w, out, stream_)) return;
+    matmul_->run(x, w, nullptr, gate_up, stream_);
+    cuda::silu_glu(gate_up, out, stream_, kGluRun);
+  }
   void paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& out,
                        const AttnBatch& batch, const AttentionMask& mask, int64_t n_heads, int64_t n_kv_heads,
                        int64_t head_dim, float scale) override {

@@ -20,6 +20,7 @@
 #include "ops/cuda/device.h"
 #include "ops/cuda/gemm_invariant.cuh"
 #include "ops/cuda/gemm_tiles.h"
+#include "ops/cuda/glu_math.cuh"
 #include "ops/cuda/matmul_tiles.h"
 #include "ops/cuda/rope_math.cuh"
 
@@ -128,6 +129,10 @@ struct ShapeOf<GemmTile::Rows128>
 // Rows128 on a tiled weight: FD_GEMM_WG_M / 64 warpgroups, and a producer.
 using WgmmaRows128 =
     Shape<FD_GEMM_WG_M, 128, FD_GEMM_WG_M / 16, 1, FD_GEMM_WG_STAGES, 64, 1, true, FD_GEMM_WG_PRODUCER>;
+
+// What the split fold ends in: y as computed, rope_store_kv's work (a qkv
+// projection, a.rope) or silu_glu's (a GluTiles [gate; up] projection).
+enum class Epilogue : uint8_t { Store, Rope, Glu };
 
 // How a block covers K: all of it as one slice, all slices folded in turn,
 // or one slice (blockIdx.y) as a member of a cluster that folds together.
@@ -336,12 +341,36 @@ __device__ __forceinline__ void rope_fold(const GemmArgs& a, const float* const 
   }
 }
 
+// The split fold of a GluTiles [gate; up] tile (its 64 gate rows, then the
+// 64 matching up rows) finished as silu_glu finishes it: y (silu_glu's out,
+// n / 2 columns) gets columns [64 t, 64 t + 64) of tile t, each block of the
+// cluster a share of them, four a thread. Gate and up are folded and rounded
+// as the plain path rounds them, then combined by glu_math.cuh.
+template <class S>
+__device__ __forceinline__ void glu_fold(const GemmArgs& a, const float* const (&from)[kMaxSlices], int slices,
+                                         int x_rows, int m0, int n0, int tid) {
+  constexpr int kRun = S::BN / 2;
+  static_assert(kRun == kGluRun, "a tile is one run of gate rows and its up rows");
+  const int share = kRun / slices, c0 = blockIdx.y * share, quads = share / 4;  // slices 2, 4, 8: whole quads
+  bf16* y = static_cast<bf16*>(a.y) + static_cast<int64_t>(m0) * a.ldy + n0 / 2;
+  for (int e = tid; e < x_rows * quads; e += S::kBlockThreads) {
+    const int r = e / quads, c = c0 + (e % quads) * 4, at = r * S::kPartialLd + c;
+    const float4 g = fold_quad(from, slices, at), u = fold_quad(from, slices, at + kRun);
+    const auto rounded = [](float v) { return __bfloat162float(gemm::finish<bf16>(v, nullptr, false, 0)); };
+    float out[4] = {glu_math::silu_times(rounded(g.x), rounded(u.x)),
+                    glu_math::silu_times(rounded(g.y), rounded(u.y)),
+                    glu_math::silu_times(rounded(g.z), rounded(u.z)),
+                    glu_math::silu_times(rounded(g.w), rounded(u.w))};
+    store_vec<4>(y + static_cast<int64_t>(r) * a.ldy + c, out);
+  }
+}
+
 // TILED: w is a tiled weight (a.w_tiles), read by ldmatrix from its core
-// matrices; else row-major, in planes. ROPE: the split fold ends in
-// rope_store_kv's work (a.rope).
-template <class S, class Y, Mode MODE, bool TILED, bool ROPE = false>
+// matrices; else row-major, in planes.
+template <class S, class Y, Mode MODE, bool TILED, Epilogue EPI = Epilogue::Store>
 __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(const GemmArgs a) {
-  static_assert(!ROPE || (std::is_same_v<Y, bf16> && MODE == Mode::Split && TILED), "rope: bf16 y, split, tiled w");
+  static_assert(EPI == Epilogue::Store || (std::is_same_v<Y, bf16> && MODE == Mode::Split && TILED),
+                "fused epilogues: bf16 y, split, tiled w");
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, q = lane & 3;
@@ -589,7 +618,7 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
   } else {
     // The tile's slices are one cluster (rank = slice). Each block leaves its
     // partial in its own shared memory, then folds its share of the tile
-    // from all of them (fold_columns; rope_fold for a qkv projection).
+    // from all of them (fold_columns, or rope_fold / glu_fold).
     cg::cluster_group cluster = cg::this_cluster();
     cp_async_wait<0>();
     __syncthreads();  // the pipeline's stages are free: the partial goes there
@@ -607,8 +636,10 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
     const float* from[kMaxSlices];
 #pragma unroll
     for (int u = 0; u < kMaxSlices; ++u) from[u] = cluster.map_shared_rank(mine, u < slices ? u : 0);
-    if constexpr (ROPE)
+    if constexpr (EPI == Epilogue::Rope)
       rope_fold<S>(a, from, slices, x_rows, m0, n0, warp, lane);
+    else if constexpr (EPI == Epilogue::Glu)
+      glu_fold<S>(a, from, slices, x_rows, m0, n0, tid);
     else
       fold_columns<S, Y>(a, from, slices, x_rows, m0, n0, tid);
     // No block leaves while another may still read its partial. A relaxed
@@ -622,7 +653,7 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
 }
 
 // The kernel's dynamic shared memory, opted in once per device (more than 48 KB needs it).
-template <class S, class Y, Mode MODE, bool TILED, bool ROPE = false>
+template <class S, class Y, Mode MODE, bool TILED, Epilogue EPI = Epilogue::Store>
 int configure() {
   const int smem = S::PRODUCER ? S::kBarrierOffset + S::kBarrierBytes
                    : MODE == Mode::Folded ? S::kSmemBytes + S::kTotalBytes
@@ -633,7 +664,7 @@ int configure() {
   check(cudaGetDevice(&device), "gemm: cudaGetDevice");
   const uint64_t bit = uint64_t{1} << (device & 63);
   if (!(configured.load() & bit)) {
-    check(cudaFuncSetAttribute(gemm_kernel<S, Y, MODE, TILED, ROPE>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    check(cudaFuncSetAttribute(gemm_kernel<S, Y, MODE, TILED, EPI>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                smem),
           "gemm: cudaFuncSetAttribute");
     configured.fetch_or(bit);
@@ -641,10 +672,10 @@ int configure() {
   return smem;
 }
 
-template <class S, class Y, Mode MODE, bool TILED, bool ROPE = false>
+template <class S, class Y, Mode MODE, bool TILED, Epilogue EPI = Epilogue::Store>
 void launch_mode(const GemmArgs& a, int slices, cudaStream_t stream) {
-  auto* kernel = gemm_kernel<S, Y, MODE, TILED, ROPE>;
-  const int smem = configure<S, Y, MODE, TILED, ROPE>();
+  auto* kernel = gemm_kernel<S, Y, MODE, TILED, EPI>;
+  const int smem = configure<S, Y, MODE, TILED, EPI>();
   const int64_t tiles = ((a.m + S::BM - 1) / S::BM) * static_cast<int64_t>((a.n + S::BN - 1) / S::BN);
   const dim3 grid(static_cast<unsigned>(tiles), MODE == Mode::Split ? static_cast<unsigned>(slices) : 1u);
   cudaLaunchConfig_t config{};
@@ -740,11 +771,14 @@ int gemm_slice(int64_t n, int64_t k, int sms) {
 }
 
 void launch_gemm(GemmTile tile, const GemmArgs& a, cudaStream_t stream) {
-  if (a.with_rope) {
+  if (a.with_rope || a.with_glu) {
     const int slices = (a.k + a.slice - 1) / a.slice;
-    if (tile != GemmTile::Rows16 || !a.split || !a.w_tiles || a.y_f32 || slices < 2 || slices > kMaxSlices)
-      fail("matmul", "the rope epilogue needs a split 16-row call over a tiled weight with bf16 y");
-    return launch_mode<ShapeOf<GemmTile::Rows16>, bf16, Mode::Split, true, true>(a, slices, stream);
+    if (tile != GemmTile::Rows16 || !a.split || !a.w_tiles || a.y_f32 || slices < 2 || slices > kMaxSlices ||
+        (a.with_rope && a.with_glu))
+      fail("matmul", "a fused epilogue needs a split 16-row call over a tiled weight with bf16 y");
+    using S = ShapeOf<GemmTile::Rows16>;
+    if (a.with_rope) return launch_mode<S, bf16, Mode::Split, true, Epilogue::Rope>(a, slices, stream);
+    return launch_mode<S, bf16, Mode::Split, true, Epilogue::Glu>(a, slices, stream);
   }
   switch (tile) {
     case GemmTile::Rows16: return launch_tile<GemmTile::Rows16>(a, stream);

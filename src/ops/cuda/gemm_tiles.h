@@ -35,6 +35,11 @@ struct RopeEpilogue {
   float attention_factor = 1.0f, eps = 0.0f;
 };
 
+// A Layout::GluTiles weight: runs of kGluRun gate rows, each followed by the
+// kGluRun matching up rows, so that one output tile holds both halves of
+// kGluRun outputs of silu_glu.
+constexpr int kGluRun = 64;
+
 struct GemmArgs {
   const void* x = nullptr;     // bf16, rows 16-byte aligned (ldx % 8 == 0, k % 8 == 0)
   const void* w = nullptr;     // bf16, likewise; or tiled (w_tiles, matmul_tiles.h; ldw = matmul_tiles_k(k))
@@ -53,6 +58,8 @@ struct GemmArgs {
   // the fold finishes each head as rope_store_kv would (rope).
   bool with_rope = false;
   RopeEpilogue rope;
+  // Likewise over a GluTiles weight: y is silu_glu's out [m, n / 2].
+  bool with_glu = false;
 };
 
 // The slice length for a weight of n rows and k columns on a device with

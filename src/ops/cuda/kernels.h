@@ -27,7 +27,9 @@ void check_rope_store_kv(const Tensor& qkv, int64_t heads, int64_t kv_heads, int
                          const Tensor& k_cache, const Tensor& v_cache);
 int rope_lane_elems(const Tensor& qkv, int64_t head_dim, const Tensor* q_norm, const Tensor* k_norm,
                     const Tensor& k_cache, const Tensor& v_cache);
-void silu_glu(const Tensor& gate_up, const Tensor& out, cudaStream_t stream);
+// run > 0: gate_up holds runs of `run` gate columns, each followed by the
+// matching up columns (the product of a Layout::GluTiles weight).
+void silu_glu(const Tensor& gate_up, const Tensor& out, cudaStream_t stream, int64_t run = 0);
 void gather_rows(const Tensor& src, const int32_t* rows, const Tensor& dst, cudaStream_t stream);
 void scatter_rows(const Tensor& src, const int32_t* rows, const Tensor& dst, cudaStream_t stream);
 void softcap(const Tensor& x, float cap, cudaStream_t stream);

@@ -55,11 +55,12 @@ Matmul::Choice Matmul::choose(int64_t m, int64_t n, int64_t k) const {
   return c;
 }
 
-GemmArgs Matmul::checked_args(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) const {
+GemmArgs Matmul::checked_args(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y,
+                              int64_t y_cols) const {
   expect_tensor(x, DType::BF16, "matmul", "x");
   expect_weight(w, DType::BF16, "matmul", "w");
   expect_tensor(y, DType::BF16, DType::F32, "matmul", "y");
-  expect_shape(y, x.rows, w.rows, "matmul", "y");
+  expect_shape(y, x.rows, y_cols, "matmul", "y");
   if (w.cols != x.cols) fail("matmul", "x is " + describe(x) + " but w is " + describe(w) + " (in must match)");
   if (bias) {
     expect_tensor(*bias, DType::BF16, DType::F32, "matmul", "bias");
@@ -72,7 +73,7 @@ GemmArgs Matmul::checked_args(const Tensor& x, const Tensor& w, const Tensor* bi
   if (x.rows > INT_MAX || w.rows > INT_MAX || x.cols > INT_MAX)
     fail("matmul", "x " + describe(x) + " or w " + describe(w) + " is too large (dimensions up to 2^31 - 1)");
   expect_rows_16b(x, "x");
-  const bool tiled = w.layout == Layout::MatmulTiles;
+  const bool tiled = w.layout != Layout::RowMajor;
   if (!tiled) expect_rows_16b(w, "w");
 
   a.x = x.data;
@@ -94,7 +95,7 @@ GemmArgs Matmul::checked_args(const Tensor& x, const Tensor& w, const Tensor* bi
 
 void Matmul::run(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y, cudaStream_t stream,
                  const Choice* force) {
-  GemmArgs a = checked_args(x, w, bias, y);
+  GemmArgs a = checked_args(x, w, bias, y, w.rows);
   if (y.empty()) return;
   const Choice c = force ? *force : choose(a.m, a.n, a.k);
   a.split = c.split;
@@ -103,7 +104,7 @@ void Matmul::run(const Tensor& x, const Tensor& w, const Tensor* bias, const Ten
 
 bool Matmul::run_rope(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y, const RopeEpilogue& rope,
                       cudaStream_t stream) {
-  GemmArgs a = checked_args(x, w, bias, y);
+  GemmArgs a = checked_args(x, w, bias, y, w.rows);
   if (y.empty()) return false;
   const Choice c = choose(a.m, a.n, a.k);
   // The epilogue stores four bf16 of y a lane (8 bytes).
@@ -113,6 +114,20 @@ bool Matmul::run_rope(const Tensor& x, const Tensor& w, const Tensor* bias, cons
   a.split = true;
   a.with_rope = true;
   a.rope = rope;
+  launch_gemm(c.tile, a, stream);
+  return true;
+}
+
+bool Matmul::run_glu(const Tensor& x, const Tensor& w, const Tensor& out, cudaStream_t stream) {
+  if (w.layout != Layout::GluTiles) return false;
+  GemmArgs a = checked_args(x, w, nullptr, out, w.rows / 2);
+  if (out.empty() || out.dtype != DType::BF16) return false;
+  const Choice c = choose(a.m, a.n, a.k);
+  // The epilogue stores four bf16 of out a lane (8 bytes).
+  const bool out_ok = reinterpret_cast<uintptr_t>(out.data) % 8 == 0 && (out.rows <= 1 || out.ld % 4 == 0);
+  if (c.tile != GemmTile::Rows16 || !c.split || !out_ok || a.n % (2 * kGluRun) != 0) return false;
+  a.split = true;
+  a.with_glu = true;
   launch_gemm(c.tile, a, stream);
   return true;
 }

@@ -38,9 +38,14 @@ class Matmul {
   // nothing, where it does not.
   bool run_rope(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y, const RopeEpilogue& rope,
                 cudaStream_t stream);
+  // silu_glu(x · w^T) straight into out [m, w.rows / 2] by the split fold,
+  // for a Layout::GluTiles w where the call runs split 16-row blocks: false,
+  // having enqueued nothing, elsewhere.
+  bool run_glu(const Tensor& x, const Tensor& w, const Tensor& out, cudaStream_t stream);
 
  private:
-  GemmArgs checked_args(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) const;
+  // y must be [x.rows, y_cols] (w.rows; half of it for run_glu's out).
+  GemmArgs checked_args(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y, int64_t y_cols) const;
   int sms_ = 0;
 };
 
