@@ -4,10 +4,12 @@
 // (gemm_invariant.cuh). For a few rows (Rows16) the same kernel is a weight
 // streamer: 128 weight rows per block, 3 tiles in flight, split over slices
 // of K (one cluster of blocks per output tile) when the weight has too few
-// rows to fill the GPU. For many rows on a tiled weight, Rows128 runs as two
-// warpgroups issuing wgmma over the same chain, fed by a third that only
-// loads (H100, M = 2048: 286-397 TFLOP/s against 200-242 with mma.sync;
-// bench/gemm_proto.sh prefill, bench/gemm_notes.md).
+// rows to fill the GPU; that split's fold can also finish rope_store_kv's or
+// silu_glu's work on the tile (rope_fold, glu_fold: decode and verify rows
+// need no kernel of their own for it). For many rows on a tiled weight,
+// Rows128 runs as two warpgroups issuing wgmma over the same chain, fed by a
+// third that only loads (H100, M = 2048: 286-397 TFLOP/s against 200-242
+// with mma.sync; bench/gemm_proto.sh prefill, bench/gemm_notes.md).
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
