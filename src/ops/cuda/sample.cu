@@ -46,23 +46,23 @@ __device__ __forceinline__ double warp_sum_d(double v) {
   return v;
 }
 
-// f(j, x[j]) for this thread's tokens (j = threadIdx.x + i * kThreads). Every
-// pass is bound by L2 latency unless a thread has several loads in flight:
-// kLoads are issued before any is used.
+// f(j, x[j]) for this thread's elements (j = threadIdx.x + i * kThreads) of
+// the n at x: a row's tokens, or its float4s. Every pass is bound by L2
+// latency unless a thread has several loads in flight: kLoads are issued
+// before any is used.
 constexpr int kLoads = 8;
-template <class F>
-__device__ __forceinline__ void for_each_token(const float* __restrict__ x, int vocab, F f) {
+template <class T, class F>
+__device__ __forceinline__ void for_each_token(const T* __restrict__ x, int n, F f) {
   int j = threadIdx.x;
-  for (; j + (kLoads - 1) * kThreads < vocab; j += kLoads * kThreads) {
-    float v[kLoads];
+  for (; j + (kLoads - 1) * kThreads < n; j += kLoads * kThreads) {
+    T v[kLoads];
 #pragma unroll
     for (int u = 0; u < kLoads; ++u) v[u] = x[j + u * kThreads];
 #pragma unroll
     for (int u = 0; u < kLoads; ++u) f(j + u * kThreads, v[u]);
   }
-  for (; j < vocab; j += kThreads) f(j, x[j]);
+  for (; j < n; j += kThreads) f(j, x[j]);
 }
-
 __device__ __forceinline__ void take_better(float& best, int& best_i, float v, int i) {
   if (v > best || (v == best && i < best_i)) {
     best = v;
@@ -82,23 +82,13 @@ struct Stats {
 template <class F>
 __device__ __forceinline__ void for_each_token_unordered(const float* __restrict__ x, int vocab, F f) {
   if (reinterpret_cast<uintptr_t>(x) % 16 != 0) return for_each_token(x, vocab, f);
-  const float4* x4 = reinterpret_cast<const float4*>(x);
   const int n4 = vocab / 4;
-  int j = threadIdx.x;
-  const auto take = [&](int q, float4 v) {
+  for_each_token(reinterpret_cast<const float4*>(x), n4, [&](int q, float4 v) {
     f(4 * q, v.x);
     f(4 * q + 1, v.y);
     f(4 * q + 2, v.z);
     f(4 * q + 3, v.w);
-  };
-  for (; j + (kLoads - 1) * kThreads < n4; j += kLoads * kThreads) {
-    float4 v[kLoads];
-#pragma unroll
-    for (int u = 0; u < kLoads; ++u) v[u] = x4[j + u * kThreads];
-#pragma unroll
-    for (int u = 0; u < kLoads; ++u) take(j + u * kThreads, v[u]);
-  }
-  for (; j < n4; j += kThreads) take(j, x4[j]);
+  });
   for (int t = 4 * n4 + static_cast<int>(threadIdx.x); t < vocab; t += kThreads) f(t, x[t]);
 }
 
