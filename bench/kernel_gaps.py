@@ -2,7 +2,7 @@
 """GPU idle time between kernels, per replayed CUDA graph, from a timeline
 written by bench/libkernel_timeline.so (bench/kernel_timeline.cpp).
 
-  python3 bench/kernel_gaps.py t.csv [--top 3] [--by-kernel]
+  python3 bench/kernel_gaps.py t.csv [--top 3] [--by-kernel] [--phase-end NAME]
 
 A graph launch is the kernels sharing one (graph id, correlation id). For each
 graph replayed at least 5 times: kernels per launch, and the median over its
@@ -15,7 +15,10 @@ attention launch shape), the launches per replay and their summed duration
 (median over replays), and how much of the span each adds: a kernel adds
 its end minus the latest end before it (the time the replay waits on it,
 gaps included): in each replay these sum to its span whatever overlaps
-(their medians, printed, to about the median span).
+(their medians, printed, to about the median span). --phase-end NAME (with
+--by-kernel) cuts each replay into phases after the first kernel of that name
+in it (argmax_kernel: a DFlash cycle graph's drafter pass, then the verify)
+and gives each phase's share of the span and its kernels' shares.
 """
 import argparse
 import collections
@@ -73,15 +76,26 @@ def overall(path, label):
           f"{len(starts)} graph replays, median period {period:.0f} us |")
 
 
-def by_kernel(launches, label):
-    """Per (kernel, grid): count per launch and the medians over launches of
-    its summed time and of what it adds to the span."""
+def phase_of(ks, phase_end):
+    """Each kernel's phase in one replay: 0 up to and including the first
+    kernel named phase_end, 1 after it (all 0 without phase_end)."""
+    phases, phase = [], 0
+    for _, _, name, _ in ks:
+        phases.append(phase)
+        if phase_end and phase == 0 and short(name) == phase_end:
+            phase = 1
+    return phases
+
+
+def by_kernel(launches, label, phase_end=None):
+    """Per (phase, kernel, grid): count per launch and the medians over
+    launches of its summed time and of what it adds to the span."""
     per = collections.defaultdict(list)
     for ks in launches:
         sums, adds, counts = collections.defaultdict(float), collections.defaultdict(float), collections.defaultdict(int)
         latest = ks[0][0]
-        for s, e, name, grid in ks:
-            key = (short(name), grid)
+        for (s, e, name, grid), phase in zip(ks, phase_of(ks, phase_end)):
+            key = (phase, short(name), grid)
             sums[key] += (e - s) / 1e3
             adds[key] += max(0, e - latest) / 1e3
             latest = max(latest, e)
@@ -90,14 +104,19 @@ def by_kernel(launches, label):
             per[key].append((v, adds[key], counts[key]))
     n = len(launches)
     rows = sorted(((statistics.median(v for v, _, _ in vs), statistics.median(a for _, a, _ in vs), vs[0][2], key)
-                   for key, vs in per.items() if len(vs) * 2 >= n), reverse=True)
-    total = sum(r[0] for r in rows)
-    added = sum(r[1] for r in rows)
-    print(f"\n{label}: kernel time per replay by kernel and grid (sum {total:.1f} us; adds to the span {added:.1f} us)\n")
-    print("| kernel | grid | per replay | us | share | adds to the span, us |")
-    print("|---|---|---|---|---|---|")
-    for us, add, count, (name, grid) in rows:
-        print(f"| {name} | {grid} | {count} | {us:.1f} | {100 * us / total:.1f}% | {add:.1f} |")
+                   for key, vs in per.items() if len(vs) * 2 >= n), key=lambda r: (r[3][0], -r[0]))
+    present = sorted({r[3][0] for r in rows})
+    for phase in present:
+        mine = [r for r in rows if r[3][0] == phase]
+        total = sum(r[0] for r in mine)
+        added = sum(r[1] for r in mine)
+        name = f", phase {phase} ({'to' if phase == 0 else 'after'} the first {phase_end})" if len(present) > 1 else ""
+        print(f"\n{label}{name}: kernel time per replay by kernel and grid (sum {total:.1f} us; "
+              f"adds to the span {added:.1f} us)\n")
+        print("| kernel | grid | per replay | us | share | adds to the span, us |")
+        print("|---|---|---|---|---|---|")
+        for us, add, count, (_, kname, grid) in mine:
+            print(f"| {kname} | {grid} | {count} | {us:.1f} | {100 * us / total:.1f}% | {add:.1f} |")
 
 
 def main():
@@ -110,6 +129,9 @@ def main():
                          "kernel, and the period between graph replays (a serving loop's step)")
     ap.add_argument("--by-kernel", action="store_true",
                     help="also: each reported graph's kernel time by kernel and grid")
+    ap.add_argument("--phase-end", metavar="NAME",
+                    help="with --by-kernel: split each replay after the first kernel of this name "
+                         "(argmax_kernel ends a DFlash cycle's drafter pass)")
     a = ap.parse_args()
     if a.overall:
         overall(a.csv, a.label)
@@ -148,7 +170,7 @@ def main():
               f"{100 * idle / span:.1f} | {worst_s} |")
     if a.by_kernel:
         for g in graphs:
-            by_kernel(by_graph[g], f"{a.label}, graph {g}")
+            by_kernel(by_graph[g], f"{a.label}, graph {g}", a.phase_end)
 
 
 if __name__ == "__main__":

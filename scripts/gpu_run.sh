@@ -49,7 +49,7 @@ if [[ $what == *timeline* ]]; then
     CUDA_INJECTION64_PATH=$PWD/build-gpu/bench/libkernel_timeline.so FD_TIMELINE=/tmp/timeline_$1_$2.csv \
       build-gpu/bench/bench_cycle --target .carry/configs/qwen3-8b --drafter .carry/configs/qwen3-8b-dflash-b16 \
       --contexts $1 --batches $2 --reps 20 >/dev/null 2>/tmp/timeline_$1_$2.err || tail -3 /tmp/timeline_$1_$2.err
-    python3 bench/kernel_gaps.py /tmp/timeline_$1_$2.csv --top 2 --label "ctx $1 batch $2" $([[ $1$2 == 10241 ]] && echo --by-kernel) \
+    python3 bench/kernel_gaps.py /tmp/timeline_$1_$2.csv --top 2 --label "ctx $1 batch $2" $([[ $1$2 == 10241 ]] && echo --by-kernel --phase-end argmax_kernel) \
     | { [[ $1$2 == 10241 ]] && cat || tail -n +3; }
   done 2>&1 | tee "$out/kernel_gaps.txt"
 fi
