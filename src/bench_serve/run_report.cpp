@@ -11,7 +11,8 @@
 namespace flashdraft::bench_serve {
 namespace {
 
-using json = nlohmann::ordered_json;
+// Insertion-ordered, so the report's keys keep the order a reader expects.
+using ojson = nlohmann::ordered_json;
 
 constexpr size_t kErrorsShown = 5;
 
@@ -22,14 +23,14 @@ std::string ms(const std::optional<LatencySummary>& s, double LatencySummary::*f
 }
 
 // Counters travel as floats in Prometheus text; whole ones print as integers.
-json count(double v) {
-  return v == std::floor(v) && std::fabs(v) < 9e15 ? json(static_cast<int64_t>(v)) : json(v);
+ojson count(double v) {
+  return v == std::floor(v) && std::fabs(v) < 9e15 ? ojson(static_cast<int64_t>(v)) : ojson(v);
 }
 
-void put_ms(json& j, const char* key, const std::optional<LatencySummary>& s) {
-  j[fmt::format("mean_{}_ms", key)] = s ? json(s->mean * 1e3) : json(nullptr);
-  j[fmt::format("median_{}_ms", key)] = s ? json(s->median * 1e3) : json(nullptr);
-  j[fmt::format("p99_{}_ms", key)] = s ? json(s->p99 * 1e3) : json(nullptr);
+void put_ms(ojson& j, const char* key, const std::optional<LatencySummary>& s) {
+  j[fmt::format("mean_{}_ms", key)] = s ? ojson(s->mean * 1e3) : ojson(nullptr);
+  j[fmt::format("median_{}_ms", key)] = s ? ojson(s->median * 1e3) : ojson(nullptr);
+  j[fmt::format("p99_{}_ms", key)] = s ? ojson(s->p99 * 1e3) : ojson(nullptr);
 }
 
 std::string utc_now() {
@@ -135,16 +136,16 @@ std::string format_report(const BenchConfig& c, const BenchRun& run, const RunSu
   return out;
 }
 
-json report_json(const BenchConfig& c, const BenchRun& run, const RunSummary& s) {
-  json j;
+ojson report_json(const BenchConfig& c, const BenchRun& run, const RunSummary& s) {
+  ojson j;
   j["date"] = utc_now();
   j["base_url"] = c.client.server.origin() + c.client.server.prefix;
   j["endpoint"] = route_of(c.endpoint);
   j["model"] = c.model;
   j["dataset"] = c.dataset;
   j["num_prompts"] = c.prompts.size();
-  j["max_concurrency"] = c.max_concurrency > 0 ? json(c.max_concurrency) : json(nullptr);
-  j["request_rate"] = std::isinf(c.request_rate) ? json("inf") : json(c.request_rate);
+  j["max_concurrency"] = c.max_concurrency > 0 ? ojson(c.max_concurrency) : ojson(nullptr);
+  j["request_rate"] = std::isinf(c.request_rate) ? ojson("inf") : ojson(c.request_rate);
   j["max_tokens"] = c.max_tokens;
   j["temperature"] = c.temperature;
   j["seed"] = c.seed;
@@ -161,7 +162,7 @@ json report_json(const BenchConfig& c, const BenchRun& run, const RunSummary& s)
   put_ms(j, "tpot", s.tpot);
   put_ms(j, "itl", s.itl);
   put_ms(j, "e2el", s.e2e);
-  j["tokens_per_chunk"] = s.tokens_per_chunk > 0 ? json(s.tokens_per_chunk) : json(nullptr);
+  j["tokens_per_chunk"] = s.tokens_per_chunk > 0 ? ojson(s.tokens_per_chunk) : ojson(nullptr);
   if (run.spec) {
     const SpecDecodeSummary& d = *run.spec;
     j["spec_decode"] = {{"num_drafts", count(d.drafts)},
@@ -174,17 +175,17 @@ json report_json(const BenchConfig& c, const BenchRun& run, const RunSummary& s)
     j["spec_decode"] = nullptr;
     j["spec_decode_note"] = run.spec_note;
   }
-  j["errors"] = json::array();
+  j["errors"] = ojson::array();
   for (const auto& [message, count] : s.errors) j["errors"].push_back({{"message", message}, {"count", count}});
-  j["requests"] = json::array();
+  j["requests"] = ojson::array();
   for (const RequestResult& r : run.results) {
-    json q = {{"ok", r.ok}, {"sent_at_s", r.sent_at}, {"e2e_ms", r.e2e * 1e3}};
+    ojson q = {{"ok", r.ok}, {"sent_at_s", r.sent_at}, {"e2e_ms", r.e2e * 1e3}};
     if (r.ok) {
       q["ttft_ms"] = r.ttft * 1e3;
       q["prompt_tokens"] = r.prompt_tokens;
       q["output_tokens"] = r.output_tokens;
       q["chunks"] = r.content_chunks;
-      json itl = json::array();
+      ojson itl = ojson::array();
       for (double g : r.itl) itl.push_back(g * 1e3);
       q["itl_ms"] = std::move(itl);
     } else {

@@ -10,11 +10,6 @@
 #include "ops/ops.h"
 
 namespace flashdraft::model {
-namespace {
-
-std::string str(int64_t v) { return std::to_string(v); }
-
-}  // namespace
 
 std::unique_ptr<DFlashDrafter> DFlashDrafter::load_shards(const DFlashConfig& cfg, const Qwen3Model& target,
                                                           const std::function<void(DFlashDrafter&)>& load) {
@@ -24,8 +19,8 @@ std::unique_ptr<DFlashDrafter> DFlashDrafter::load_shards(const DFlashConfig& cf
     check_shardable(cfg.model, size, where, /*vocab=*/false);
     const int64_t fc_in = cfg.num_taps() * target.config().hidden_size;
     if (fc_in % size != 0)
-      throw Error(where + "fc.weight's input width (" + str(cfg.num_taps()) + " taps x hidden_size " +
-                  str(target.config().hidden_size) + ") is not divisible by --tensor-parallel-size " + str(size));
+      throw Error(where + "fc.weight's input width (" + std::to_string(cfg.num_taps()) + " taps x hidden_size " +
+                  std::to_string(target.config().hidden_size) + ") is not divisible by --tensor-parallel-size " + std::to_string(size));
   }
   auto d = std::unique_ptr<DFlashDrafter>(new DFlashDrafter(cfg, target));
   load(*d);
@@ -44,7 +39,7 @@ std::unique_ptr<DFlashDrafter> DFlashDrafter::load(const io::Checkpoint& ckpt, c
     WeightLoader loader(d.backend_, &ckpt);
     d.declare(loader);
     loader.load(progress, [](const std::string&) { return false; },
-                "DFlash drafter with " + str(d.cfg_.model.num_hidden_layers) +
+                "DFlash drafter with " + std::to_string(d.cfg_.model.num_hidden_layers) +
                     " layers (it uses the target's embedding and lm_head)");
   });
 }
@@ -85,7 +80,7 @@ void DFlashDrafter::declare(WeightLoader& loader) {
   fc_ = loader.alloc(H, fc_in);
   loader.matmul_weight(fc_);
   loader.add("fc.weight", {H, K * Ht}, fc_.t,
-             "hidden_size x (" + str(K) + " taps in target_layer_ids x the target's hidden size " + str(Ht) + ")",
+             "hidden_size x (" + std::to_string(K) + " taps in target_layer_ids x the target's hidden size " + std::to_string(Ht) + ")",
              WeightLoader::Part{1, shard_.begin(K * Ht), fc_in});
   hidden_norm_ = loader.alloc(1, H);
   loader.add("hidden_norm.weight", {H}, hidden_norm_.t, "hidden_size");
@@ -97,7 +92,7 @@ void DFlashDrafter::declare(WeightLoader& loader) {
   const int64_t kv_all = geo_.total_kv_heads * geo_.head_dim;
   const WeightLoader::Part kv_rows{0, geo_.kv_head0 * geo_.head_dim, kv};
   for (int64_t l = 0; l < L; ++l) {
-    const std::string p = "layers." + str(l) + ".";
+    const std::string p = "layers." + std::to_string(l) + ".";
     declare_decoder_layer(loader, p, geo_, layers_[static_cast<size_t>(l)]);
     loader.add(p + "self_attn.k_proj.weight", {kv_all, H}, kv_fused_.t.row_slice(2 * l * kv, kv), "", kv_rows);
     loader.add(p + "self_attn.v_proj.weight", {kv_all, H}, kv_fused_.t.row_slice((2 * l + 1) * kv, kv), "", kv_rows);
@@ -117,14 +112,14 @@ void DFlashDrafter::check_pool(const BatchContext& batch, const KVPool& pool, in
   const int64_t L = cfg_.model.num_hidden_layers;
   if (&pool.backend() != &backend_) throw Error(where + "the KV pool lives on another backend than the drafter");
   if (layer_offset < 0 || layer_offset + L > pool.num_layers())
-    throw Error(where + "drafter layers [" + str(layer_offset) + ", " + str(layer_offset + L) +
-                ") do not fit in a KV pool of " + str(pool.num_layers()) + " layers");
+    throw Error(where + "drafter layers [" + std::to_string(layer_offset) + ", " + std::to_string(layer_offset + L) +
+                ") do not fit in a KV pool of " + std::to_string(pool.num_layers()) + " layers");
   for (int64_t l = 0; l < L; ++l) {
     const auto& s = pool.shape(layer_offset + l);
     if (s.kv_heads != geo_.kv_heads || s.head_dim != cfg_.model.head_dim)
-      throw Error(where + "pool layer " + str(layer_offset + l) + " is " + str(s.kv_heads) + " kv heads x " +
-                  str(s.head_dim) + ", but drafter layer " + str(l) + " needs " + str(geo_.kv_heads) +
-                  " x " + str(cfg_.model.head_dim));
+      throw Error(where + "pool layer " + std::to_string(layer_offset + l) + " is " + std::to_string(s.kv_heads) + " kv heads x " +
+                  std::to_string(s.head_dim) + ", but drafter layer " + std::to_string(l) + " needs " + std::to_string(geo_.kv_heads) +
+                  " x " + std::to_string(cfg_.model.head_dim));
   }
   int64_t next_row = 0;
   for (size_t i = 0; i < batch.seqs.size(); ++i) {
@@ -132,17 +127,17 @@ void DFlashDrafter::check_pool(const BatchContext& batch, const KVPool& pool, in
     const std::string seq = where + "seq " + std::to_string(i) + ": ";
     if (s.row_begin != next_row || s.n_rows < 1 || s.pos0 < 0)
       throw Error(seq + "rows must follow each other, at least one per seq, at positions >= 0 (row_begin " +
-                  str(s.row_begin) + ", n_rows " + str(s.n_rows) + ", pos0 " + str(s.pos0) + ")");
+                  std::to_string(s.row_begin) + ", n_rows " + std::to_string(s.n_rows) + ", pos0 " + std::to_string(s.pos0) + ")");
     next_row += s.n_rows;
     const int64_t positions = s.pos0 + s.n_rows;
     const int64_t blocks = (positions + pool.block_size() - 1) / pool.block_size();
     if (blocks > static_cast<int64_t>(s.block_table.size()))
-      throw Error(seq + "its block table has " + str(static_cast<int64_t>(s.block_table.size())) +
-                  " blocks, but positions up to " + str(positions - 1) + " need " + str(blocks));
+      throw Error(seq + "its block table has " + std::to_string(static_cast<int64_t>(s.block_table.size())) +
+                  " blocks, but positions up to " + std::to_string(positions - 1) + " need " + std::to_string(blocks));
     for (int64_t b = 0; b < blocks; ++b)
       if (s.block_table[static_cast<size_t>(b)] < 0 || s.block_table[static_cast<size_t>(b)] >= pool.num_blocks())
-        throw Error(seq + "block table entry " + str(b) + " = " + str(s.block_table[static_cast<size_t>(b)]) +
-                    " is outside the pool's " + str(pool.num_blocks()) + " blocks");
+        throw Error(seq + "block table entry " + std::to_string(b) + " = " + std::to_string(s.block_table[static_cast<size_t>(b)]) +
+                    " is outside the pool's " + std::to_string(pool.num_blocks()) + " blocks");
   }
 }
 
@@ -170,8 +165,8 @@ void DFlashDrafter::write_context_prepared(const ops::Tensor& taps, KVPool& pool
   if (n == 0) return;
   const int64_t H = geo_.hidden, L = cfg_.model.num_hidden_layers, kv = geo_.kv_dim();
   if (taps.rows != n || taps.cols != cfg_.num_taps() * target_.config().hidden_size)
-    throw Error("DFlashDrafter::write_context: taps are " + str(taps.rows) + "x" + str(taps.cols) + ", expected " +
-                str(n) + "x" + str(cfg_.num_taps() * target_.config().hidden_size));
+    throw Error("DFlashDrafter::write_context: taps are " + std::to_string(taps.rows) + "x" + std::to_string(taps.cols) + ", expected " +
+                std::to_string(n) + "x" + std::to_string(cfg_.num_taps() * target_.config().hidden_size));
   const ops::DType dt = backend_.activation_dtype();
   const ops::Tensor ctx = grow_tensor(backend_, ctx_, dt, n, H);
   const ops::Tensor kvs = grow_tensor(backend_, kv_, dt, n, L * 2 * kv);
@@ -233,17 +228,17 @@ int64_t DFlashDrafter::context_write_row_bytes() const {
 void DFlashDrafter::prepare(std::span<const int32_t> anchors, const BatchContext& blocks, KVPool& pool,
                             int64_t layer_offset, int64_t min_keys) {
   if (anchors.size() != blocks.seqs.size())
-    throw Error("DFlashDrafter::draft: " + str(static_cast<int64_t>(anchors.size())) + " anchors for " +
-                str(static_cast<int64_t>(blocks.seqs.size())) + " seqs");
+    throw Error("DFlashDrafter::draft: " + std::to_string(static_cast<int64_t>(anchors.size())) + " anchors for " +
+                std::to_string(static_cast<int64_t>(blocks.seqs.size())) + " seqs");
   for (size_t i = 0; i < blocks.seqs.size(); ++i)
     if (blocks.seqs[i].n_rows > cfg_.block_size)
-      throw Error("DFlashDrafter::draft: seq " + std::to_string(i) + " has " + str(blocks.seqs[i].n_rows) +
-                  " block rows, more than the drafter's block_size " + str(cfg_.block_size));
+      throw Error("DFlashDrafter::draft: seq " + std::to_string(i) + " has " + std::to_string(blocks.seqs[i].n_rows) +
+                  " block rows, more than the drafter's block_size " + std::to_string(cfg_.block_size));
   check_pool(blocks, pool, layer_offset, "draft");
   const int64_t n = blocks.total_rows(), V = target_.config().vocab_size;
   for (size_t i = 0; i < anchors.size(); ++i)
     if (anchors[i] < 0 || anchors[i] >= V)
-      throw Error("DFlashDrafter::draft: anchor " + str(anchors[i]) + " is outside the vocabulary [0, " + str(V) + ")");
+      throw Error("DFlashDrafter::draft: anchor " + std::to_string(anchors[i]) + " is outside the vocabulary [0, " + std::to_string(V) + ")");
   logits_view_ = ops::Tensor{};
   rows_ = n;
   if (n == 0) return;

@@ -72,8 +72,6 @@ std::string unquote_etag(std::string e) {
   return e;
 }
 
-double megabytes(uint64_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); }
-
 // One easy handle with the settings every request shares.
 class Curl {
  public:

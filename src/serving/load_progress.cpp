@@ -10,8 +10,6 @@ namespace {
 constexpr auto kRedrawEvery = std::chrono::milliseconds(100);
 constexpr int kBarWidth = 30;
 
-double megabytes(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
-
 }  // namespace
 
 LoadProgress::LoadProgress(std::FILE* out, bool draw_bar, std::chrono::milliseconds quiet_period, const char* label)

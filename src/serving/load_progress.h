@@ -8,6 +8,9 @@
 
 namespace flashdraft::serving {
 
+// Bytes as the MB that the progress lines print (MiB, like du -m).
+inline double megabytes(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
+
 class LoadProgress {
  public:
   // draw_bar: whether `out` is a terminal; quiet_period: how long a load
