@@ -2,11 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <system_error>
-#include <thread>
-#include <vector>
 
 #include "ops/cpu/matmul_small_kernel.h"
+#include "ops/cpu/worker_pool.h"
 #include "ops/ops.h"
 
 namespace flashdraft::ops::cpu {
@@ -52,10 +50,9 @@ const Choice& chosen() {
   return c;
 }
 
-// Below this many multiply-adds per thread, starting a thread (tens of us)
-// costs more than it saves: decode and verify steps of small models stay on
-// the calling thread; prefill chunks split.
-constexpr int64_t kMinMaddsPerThread = int64_t{1} << 22;
+// Below this many multiply-adds per thread (about 10 us of one core's work),
+// handing half of a call to a pool thread costs more than it saves.
+constexpr int64_t kMinMaddsPerThread = int64_t{1} << 17;
 
 }  // namespace
 
@@ -64,21 +61,15 @@ void matmul_small(const float* x, const float* w, const float* bias, float* y, i
   const int64_t work = n * in * out;
   const int64_t threads = std::min<int64_t>({num_threads(), work / kMinMaddsPerThread, out / 16});
   if (threads <= 1) return kernel(x, w, bias, y, n, in, out, out);
-  // Each thread takes a contiguous range of outputs. Splitting changes which
-  // dot products share a register block, never how one is computed, so the
-  // bits do not depend on the thread count.
-  const int64_t per = (out + threads - 1) / threads;
-  std::vector<std::thread> pool;
-  int64_t o0 = per;  // outputs from here on are left to this thread if a start fails
-  try {
-    for (; o0 < out; o0 += per)
-      pool.emplace_back(kernel, x, w + o0 * in, bias ? bias + o0 : nullptr, y + o0, n, in, std::min(per, out - o0),
-                        out);
-  } catch (const std::system_error&) {
-  }
-  kernel(x, w, bias, y, n, in, std::min(per, out), out);
-  if (o0 < out) kernel(x, w + o0 * in, bias ? bias + o0 : nullptr, y + o0, n, in, out - o0, out);
-  for (auto& th : pool) th.join();
+  // Each task takes a contiguous range of outputs, a multiple of 16 wide.
+  // Splitting changes which dot products share a register block, never how
+  // one is computed, so the bits do not depend on the thread count.
+  const int64_t per = (out / threads + 15) / 16 * 16;
+  const int64_t tasks = (out + per - 1) / per;
+  run_tasks(tasks, [&](int64_t t) {
+    const int64_t o0 = t * per;
+    kernel(x, w + o0 * in, bias ? bias + o0 : nullptr, y + o0, n, in, std::min(per, out - o0), out);
+  });
 }
 
 const char* matmul_small_isa() { return chosen().isa; }

@@ -8,8 +8,8 @@
 
 namespace flashdraft::ops::cpu {
 
-// Splits the outputs over ops::cpu::num_threads() threads when the call is
-// big enough to pay for starting them.
+// Splits the outputs over ops::cpu::num_threads() threads (worker_pool.h)
+// when the call is big enough to pay for the hand-off.
 void matmul_small(const float* x, const float* w, const float* bias, float* y, int64_t n, int64_t in, int64_t out);
 
 // Which build of the kernel this machine runs ("avx2-fma", "sse2" or
