@@ -56,6 +56,13 @@ steps=$(field dflash '.*dflash tau [0-9.]+ \(([0-9]+) drafts.*')
 tau=$(field dflash '.*dflash tau ([0-9.]+).*')
 plain=$(for ((i = 1; i <= runs; i++)); do decode_rate plain "$i"; done | median)
 dflash=$(for ((i = 1; i <= runs; i++)); do decode_rate dflash "$i"; done | median)
+for v in tokens dflash_tokens steps tau plain dflash; do
+  if [[ -z ${!v} ]]; then
+    echo "demo: could not read $v from the summary lines (logs: $tmp)" >&2
+    trap - EXIT
+    exit 1
+  fi
+done
 same=yes
 for ((i = 1; i <= runs; i++)); do
   cmp -s "$tmp/dflash.$i.txt" "$tmp/plain.1.txt" || same=no
