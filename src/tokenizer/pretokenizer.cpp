@@ -39,9 +39,15 @@ std::string oniguruma_to_pcre2(const std::string& pattern, const std::string& wh
     if (c == '\\' && i + 1 < pattern.size()) {
       const char e = pattern[++i];
       if (e == 's') {
-        out += in_class ? std::string(kWhiteSpace) : "[" + std::string(kWhiteSpace) + "]";
+        // Appended piece by piece: GCC 12 flags "[" + std::string(...) with a
+        // false -Wrestrict once it inlines this into the unity batch.
+        if (!in_class) out += '[';
+        out += kWhiteSpace;
+        if (!in_class) out += ']';
       } else if (e == 'S' && !in_class) {
-        out += "[^" + std::string(kWhiteSpace) + "]";
+        out += "[^";
+        out += kWhiteSpace;
+        out += ']';
       } else if (e == 'S' || e == 'Q') {
         throw Error(where + ": \\" + std::string(1, e) + (e == 'S' ? " inside [...]" : "") +
                     " is not supported in split patterns");
