@@ -49,21 +49,27 @@ inline void cpu_relax() {
 #endif
 }
 
+// The caller's wait for the workers' last tasks: short, unless a worker lost
+// its core to another process; then yield it the caller's.
+template <class Done>
+void wait_until(Done done) {
+  for (int i = 0; !done(); ++i) {
+    if (i < 4096) {
+      cpu_relax();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+}
+
 class Pool {
  public:
+  // Never destroyed: its threads wait for work until the process ends, so
+  // exit() never waits on them, and a matmul running on another thread while
+  // static destructors run (a server shutting down) finds the pool intact.
   static Pool& get() {
-    static Pool pool;
+    static Pool& pool = *new Pool;
     return pool;
-  }
-
-  ~Pool() {
-    {
-      std::lock_guard lk(sleep_mutex_);
-      stop_.store(true);
-      gen_.fetch_add(1);
-    }
-    wake_.notify_all();
-    for (auto& t : workers_) t.join();
   }
 
   // False when another caller holds the pool.
@@ -81,11 +87,11 @@ class Pool {
       wake_.notify_all();
     }
     job.work();
-    while (job.done.load(std::memory_order_acquire) < tasks) cpu_relax();
+    wait_until([&] { return job.done.load(std::memory_order_acquire) == tasks; });
     // A worker that registers after this store finds no job; one that
     // registered before it is waited for (both sides seq_cst: Dekker).
     job_.store(nullptr);
-    while (active_.load() > 0) cpu_relax();
+    wait_until([&] { return active_.load() == 0; });
     if (job.error) std::rethrow_exception(job.error);
     return true;
   }
@@ -99,17 +105,16 @@ class Pool {
     want = std::min(want, kMaxWorkers);
     try {
       // The generation is read here, not by the new thread: one that starts
-      // late must still see the next bump (this job's, or the shutdown's).
+      // late must still see the next bump (this job's).
       while (workers_.size() < want) workers_.emplace_back([this, seen = gen_.load()] { loop(seen); });
     } catch (const std::system_error&) {
     }
   }
 
-  void loop(uint64_t seen) {
+  [[noreturn]] void loop(uint64_t seen) {
     for (;;) {
       wait_for_new(seen);
       seen = gen_.load();
-      if (stop_.load()) return;
       active_.fetch_add(1);
       if (Job* job = job_.load()) job->work();
       active_.fetch_sub(1);
@@ -133,7 +138,7 @@ class Pool {
       if (waited > kSpinBeforeSleep) {
         std::unique_lock lk(sleep_mutex_);
         sleepers_.fetch_add(1);
-        wake_.wait(lk, [&] { return gen_.load() != seen || stop_.load(); });
+        wake_.wait(lk, [&] { return gen_.load() != seen; });
         sleepers_.fetch_sub(1);
         return;
       }
@@ -142,13 +147,12 @@ class Pool {
 
   std::mutex busy_;  // held by the one caller the pool serves
   std::vector<std::thread> workers_;
-  std::atomic<uint64_t> gen_{0};  // bumped for every job (and at shutdown)
+  std::atomic<uint64_t> gen_{0};  // bumped for every job
   std::atomic<Job*> job_{nullptr};
   std::atomic<int> active_{0};  // workers between registering and leaving a job
   std::atomic<int> sleepers_{0};
   std::mutex sleep_mutex_;
   std::condition_variable wake_;
-  std::atomic<bool> stop_{false};
 };
 
 }  // namespace
