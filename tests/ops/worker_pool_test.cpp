@@ -62,6 +62,14 @@ TEST(WorkerPool, RethrowsATaskError) {
   EXPECT_EQ(after.load(), 3);  // and the pool still serves
 }
 
+TEST(WorkerPool, OneTaskRunsOnTheCallerWithTheSameErrorRule) {
+  const auto caller = std::this_thread::get_id();
+  std::thread::id ran_on;
+  cpu::run_tasks(1, [&](int64_t) { ran_on = std::this_thread::get_id(); });
+  EXPECT_EQ(ran_on, caller);
+  EXPECT_THROW(cpu::run_tasks(1, [](int64_t) { throw std::runtime_error("alone"); }), std::runtime_error);
+}
+
 TEST(WorkerPool, ConcurrentCallersAllFinish) {
   // Tensor-parallel ranks call from several threads at once.
   constexpr int kCallers = 4, kCalls = 300, kTasks = 5;

@@ -160,7 +160,16 @@ class Pool {
 void run_tasks(int64_t tasks, const std::function<void(int64_t)>& task) {
   if (tasks <= 0) return;
   if (tasks > 1 && Pool::get().run(tasks, task)) return;
-  for (int64_t i = 0; i < tasks; ++i) task(i);
+  // Alone, with the same promise: every task runs, then the first error.
+  std::exception_ptr error;
+  for (int64_t i = 0; i < tasks; ++i) {
+    try {
+      task(i);
+    } catch (...) {
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace flashdraft::ops::cpu
