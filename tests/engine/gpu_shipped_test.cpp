@@ -191,7 +191,7 @@ TEST_P(GpuGraphs, SameTokensAsEager) {
     ASSERT_EQ(runs[0].tokens.size(), runs[1].tokens.size());
     const int differ = count_differing(pair, "graphs and eager");
     std::printf("[gpu graphs] %s, %lld running, %s: %d of %zu prompts differ between graphs and eager; "
-                "%lld steps met a graph first, draft lengths %s\n",
+                "%lld steps met a graph first, %s\n",
                 m.drafter ? m.drafter : "plain", static_cast<long long>(m.running),
                 params.temperature > 0 ? "seeded sampling" : "greedy", differ, runs[0].tokens.size(),
                 static_cast<long long>(runs[0].recording_steps), runs[0].stats.lengths_summary().c_str());
@@ -241,7 +241,7 @@ TEST_P(GpuOverlap, SameTokensAsSerialSteps) {
     ASSERT_EQ(runs[0].tokens.size(), runs[1].tokens.size());
     const int differ = count_differing(pair, "overlapped and serial steps");
     std::printf("[gpu overlap] %s, %lld running, %s: %d of %zu prompts differ between overlapped and serial steps; "
-                "%lld of %lld steps launched ahead of the results, draft lengths %s\n",
+                "%lld of %lld steps launched ahead of the results, %s\n",
                 m.drafter ? m.drafter : "plain", static_cast<long long>(m.running),
                 params.temperature > 0 ? "seeded sampling" : "greedy", differ, runs[0].tokens.size(),
                 static_cast<long long>(runs[0].followed_steps), static_cast<long long>(runs[0].steps),
