@@ -15,8 +15,9 @@ namespace flashdraft::ops::cpu {
 // Runs task(i) for every i in [0, tasks), on the calling thread and up to
 // tasks - 1 pool threads, and returns when all are done. One caller at a
 // time: a caller that finds the pool busy (tensor-parallel ranks, say) runs
-// every task itself, so the result never depends on who ran which task.
-// An exception from a task is rethrown here once all tasks have ended.
+// every task itself, so a task must give the same result on any thread.
+// Every task runs even when one throws; the first exception is rethrown here
+// once all have ended.
 void run_tasks(int64_t tasks, const std::function<void(int64_t)>& task);
 
 }  // namespace flashdraft::ops::cpu
