@@ -20,7 +20,8 @@ std::unique_ptr<DFlashDrafter> DFlashDrafter::load_shards(const DFlashConfig& cf
     const int64_t fc_in = cfg.num_taps() * target.config().hidden_size;
     if (fc_in % size != 0)
       throw Error(where + "fc.weight's input width (" + std::to_string(cfg.num_taps()) + " taps x hidden_size " +
-                  std::to_string(target.config().hidden_size) + ") is not divisible by --tensor-parallel-size " + std::to_string(size));
+                  std::to_string(target.config().hidden_size) + ") is not divisible by --tensor-parallel-size " +
+                  std::to_string(size));
   }
   auto d = std::unique_ptr<DFlashDrafter>(new DFlashDrafter(cfg, target));
   load(*d);
@@ -80,7 +81,8 @@ void DFlashDrafter::declare(WeightLoader& loader) {
   fc_ = loader.alloc(H, fc_in);
   loader.matmul_weight(fc_);
   loader.add("fc.weight", {H, K * Ht}, fc_.t,
-             "hidden_size x (" + std::to_string(K) + " taps in target_layer_ids x the target's hidden size " + std::to_string(Ht) + ")",
+             "hidden_size x (" + std::to_string(K) + " taps in target_layer_ids x the target's hidden size " +
+                 std::to_string(Ht) + ")",
              WeightLoader::Part{1, shard_.begin(K * Ht), fc_in});
   hidden_norm_ = loader.alloc(1, H);
   loader.add("hidden_norm.weight", {H}, hidden_norm_.t, "hidden_size");
@@ -117,9 +119,9 @@ void DFlashDrafter::check_pool(const BatchContext& batch, const KVPool& pool, in
   for (int64_t l = 0; l < L; ++l) {
     const auto& s = pool.shape(layer_offset + l);
     if (s.kv_heads != geo_.kv_heads || s.head_dim != cfg_.model.head_dim)
-      throw Error(where + "pool layer " + std::to_string(layer_offset + l) + " is " + std::to_string(s.kv_heads) + " kv heads x " +
-                  std::to_string(s.head_dim) + ", but drafter layer " + std::to_string(l) + " needs " + std::to_string(geo_.kv_heads) +
-                  " x " + std::to_string(cfg_.model.head_dim));
+      throw Error(where + "pool layer " + std::to_string(layer_offset + l) + " is " + std::to_string(s.kv_heads) +
+                  " kv heads x " + std::to_string(s.head_dim) + ", but drafter layer " + std::to_string(l) + " needs " +
+                  std::to_string(geo_.kv_heads) + " x " + std::to_string(cfg_.model.head_dim));
   }
   int64_t next_row = 0;
   for (size_t i = 0; i < batch.seqs.size(); ++i) {
@@ -127,7 +129,8 @@ void DFlashDrafter::check_pool(const BatchContext& batch, const KVPool& pool, in
     const std::string seq = where + "seq " + std::to_string(i) + ": ";
     if (s.row_begin != next_row || s.n_rows < 1 || s.pos0 < 0)
       throw Error(seq + "rows must follow each other, at least one per seq, at positions >= 0 (row_begin " +
-                  std::to_string(s.row_begin) + ", n_rows " + std::to_string(s.n_rows) + ", pos0 " + std::to_string(s.pos0) + ")");
+                  std::to_string(s.row_begin) + ", n_rows " + std::to_string(s.n_rows) + ", pos0 " +
+                  std::to_string(s.pos0) + ")");
     next_row += s.n_rows;
     const int64_t positions = s.pos0 + s.n_rows;
     const int64_t blocks = (positions + pool.block_size() - 1) / pool.block_size();
@@ -136,8 +139,9 @@ void DFlashDrafter::check_pool(const BatchContext& batch, const KVPool& pool, in
                   " blocks, but positions up to " + std::to_string(positions - 1) + " need " + std::to_string(blocks));
     for (int64_t b = 0; b < blocks; ++b)
       if (s.block_table[static_cast<size_t>(b)] < 0 || s.block_table[static_cast<size_t>(b)] >= pool.num_blocks())
-        throw Error(seq + "block table entry " + std::to_string(b) + " = " + std::to_string(s.block_table[static_cast<size_t>(b)]) +
-                    " is outside the pool's " + std::to_string(pool.num_blocks()) + " blocks");
+        throw Error(seq + "block table entry " + std::to_string(b) + " = " +
+                    std::to_string(s.block_table[static_cast<size_t>(b)]) + " is outside the pool's " +
+                    std::to_string(pool.num_blocks()) + " blocks");
   }
 }
 
@@ -165,8 +169,9 @@ void DFlashDrafter::write_context_prepared(const ops::Tensor& taps, KVPool& pool
   if (n == 0) return;
   const int64_t H = geo_.hidden, L = cfg_.model.num_hidden_layers, kv = geo_.kv_dim();
   if (taps.rows != n || taps.cols != cfg_.num_taps() * target_.config().hidden_size)
-    throw Error("DFlashDrafter::write_context: taps are " + std::to_string(taps.rows) + "x" + std::to_string(taps.cols) + ", expected " +
-                std::to_string(n) + "x" + std::to_string(cfg_.num_taps() * target_.config().hidden_size));
+    throw Error("DFlashDrafter::write_context: taps are " + std::to_string(taps.rows) + "x" +
+                std::to_string(taps.cols) + ", expected " + std::to_string(n) + "x" +
+                std::to_string(cfg_.num_taps() * target_.config().hidden_size));
   const ops::DType dt = backend_.activation_dtype();
   const ops::Tensor ctx = grow_tensor(backend_, ctx_, dt, n, H);
   const ops::Tensor kvs = grow_tensor(backend_, kv_, dt, n, L * 2 * kv);
@@ -238,7 +243,8 @@ void DFlashDrafter::prepare(std::span<const int32_t> anchors, const BatchContext
   const int64_t n = blocks.total_rows(), V = target_.config().vocab_size;
   for (size_t i = 0; i < anchors.size(); ++i)
     if (anchors[i] < 0 || anchors[i] >= V)
-      throw Error("DFlashDrafter::draft: anchor " + std::to_string(anchors[i]) + " is outside the vocabulary [0, " + std::to_string(V) + ")");
+      throw Error("DFlashDrafter::draft: anchor " + std::to_string(anchors[i]) + " is outside the vocabulary [0, " +
+                  std::to_string(V) + ")");
   logits_view_ = ops::Tensor{};
   rows_ = n;
   if (n == 0) return;
