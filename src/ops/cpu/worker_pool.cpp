@@ -16,8 +16,10 @@ namespace {
 // One run_tasks call. It lives on the caller's stack: the caller returns only
 // once no worker can still be reading it (Pool::active_).
 struct Job {
-  const std::function<void(int64_t)>* task = nullptr;
-  int64_t tasks = 0;
+  Job(const std::function<void(int64_t)>& t, int64_t n) : task(&t), tasks(n) {}
+
+  const std::function<void(int64_t)>* task;
+  int64_t tasks;
   std::atomic<int64_t> next{0};
   std::atomic<int64_t> done{0};
   std::mutex error_mutex;
@@ -77,9 +79,7 @@ class Pool {
     std::unique_lock busy(busy_, std::try_to_lock);
     if (!busy) return false;
     grow(static_cast<size_t>(tasks - 1));
-    Job job;
-    job.task = &task;
-    job.tasks = tasks;
+    Job job(task, tasks);
     job_.store(&job);
     gen_.fetch_add(1);
     if (sleepers_.load() > 0) {
@@ -160,16 +160,10 @@ class Pool {
 void run_tasks(int64_t tasks, const std::function<void(int64_t)>& task) {
   if (tasks <= 0) return;
   if (tasks > 1 && Pool::get().run(tasks, task)) return;
-  // Alone, with the same promise: every task runs, then the first error.
-  std::exception_ptr error;
-  for (int64_t i = 0; i < tasks; ++i) {
-    try {
-      task(i);
-    } catch (...) {
-      if (!error) error = std::current_exception();
-    }
-  }
-  if (error) std::rethrow_exception(error);
+  // Alone, through the same Job: every task runs, then the first error.
+  Job job(task, tasks);
+  job.work();
+  if (job.error) std::rethrow_exception(job.error);
 }
 
 }  // namespace flashdraft::ops::cpu
