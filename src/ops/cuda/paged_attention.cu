@@ -15,7 +15,7 @@
 // Batch invariance (greedy DFlash must equal plain decoding): a row's output
 // may not depend on the call's other rows, so its arithmetic is one fixed
 // chain. Keys are cut into splits at fixed positions (SplitTiers: 128 keys
-// long up to key 1024, 256 up to 4096, then 512); within a split the row runs
+// long up to key 1024, 256 up to 4096, 512 up to 16384, then 1024); within a split the row runs
 // an online softmax over 64-key tiles in key order, from a fresh state; the
 // splits' results are then merged by one left fold in ascending split order
 // (fold_weights / fold_acc below), empty splits skipped. Where that fold runs is free: a CTA that owns a row's whole
@@ -53,27 +53,41 @@ constexpr int kBN = 64;                // keys per pipeline tile
 // short near the start and longer further on. A short context gets as many
 // splits as a batch-1 call needs CTAs (decode at 1k keys: 8 splits a kv
 // head, 11 us on H100 against 17.6 with 512-key splits; a 16-row block 16.3
-// against 28.3), a long one keeps 512-key splits, which fold less often (a
-// fold per 128 keys made decode at 32k 84 us against 62). `bench_attention
-// --explore` measures uniform lengths for comparison.
+// against 28.3), a long one longer splits, which fold less often (a fold per
+// 128 keys made decode at 32k 84 us against 62 on H100; on H200, decode at
+// batch 1 and 32k took 45.9 us with 1024-key splits against 49.8 with 512).
+// `bench_attention --explore` measures uniform lengths for comparison.
 struct SplitTiers {
-  int len0 = 128, end0 = 1024;  // [0, end0): splits of len0 keys
-  int len1 = 256, end1 = 4096;  // [end0, end1): len1
-  int len2 = 512;               // [end1, ...): len2 (each a multiple of kBN; end0, end1 multiples of the lengths)
-  __host__ __device__ int n0() const { return end0 / len0; }
-  __host__ __device__ int n01() const { return n0() + (end1 - end0) / len1; }
+  static constexpr int kTiers = 4;
+  // Tier i holds the keys [end[i - 1], end[i]) (from 0; the last has no end)
+  // in splits of len[i] keys; first[i] is its first split's index. Every
+  // length a multiple of kBN, every end a multiple of its tier's length.
+  int len[kTiers] = {128, 256, 512, 1024};
+  int end[kTiers - 1] = {1024, 4096, 16384};
+  int first[kTiers] = {0, 8, 20, 44};
+  __host__ __device__ int tier_start(int i) const { return i == 0 ? 0 : end[i - 1]; }
   // The split that holds key k.
   __host__ __device__ int of(int k) const {
-    return k < end0 ? k / len0 : k < end1 ? n0() + (k - end0) / len1 : n01() + (k - end1) / len2;
+#pragma unroll
+    for (int i = 0; i + 1 < kTiers; ++i)
+      if (k < end[i]) return first[i] + (k - tier_start(i)) / len[i];
+    return first[kTiers - 1] + (k - tier_start(kTiers - 1)) / len[kTiers - 1];
   }
   // The first key of split i.
-  __host__ __device__ int begin(int i) const {
-    return i < n0() ? i * len0 : i < n01() ? end0 + (i - n0()) * len1 : end1 + (i - n01()) * len2;
+  __host__ __device__ int begin(int s) const {
+#pragma unroll
+    for (int i = 0; i + 1 < kTiers; ++i)
+      if (s < first[i + 1]) return tier_start(i) + (s - first[i]) * len[i];
+    return tier_start(kTiers - 1) + (s - first[kTiers - 1]) * len[kTiers - 1];
   }
-  // Whether a split starts at key k.
-  __host__ __device__ bool starts(int k) const { return begin(of(k)) == k; }
+  int longest() const { return len[kTiers - 1]; }
 };
-SplitTiers uniform_tiers(int keys) { return SplitTiers{keys, 0, keys, 0, keys}; }
+SplitTiers uniform_tiers(int keys) {
+  SplitTiers t;
+  for (int i = 0; i < SplitTiers::kTiers; ++i) t.len[i] = keys, t.first[i] = 0;
+  for (int i = 0; i + 1 < SplitTiers::kTiers; ++i) t.end[i] = 0;
+  return t;
+}
 // K/V ring depth: 3 stages fit two 4-warp CTAs per SM. (Measured on H100: a
 // 6-stage ring with one CTA per SM for small split batches was 2-7% slower.)
 constexpr int kStagesShared = 3;
@@ -444,6 +458,12 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
             qf[ks][3]);
   };
   int cur_slot = slot0;
+  // The key where the next split starts (tiles and splits are kBN-aligned,
+  // so the tiles meet it exactly): tracked here rather than found for every
+  // tile, whose integer divisions by the tier lengths were a sixth of the
+  // decode loop's instructions at long contexts.
+  int split = p.splits.of(k_begin);
+  int next_split_key = p.splits.begin(split + 1);
   for (int t = 0; t < n_tiles; ++t) {
     cp_async_wait<kStages - 2>();
     __syncthreads();  // tile t landed for all; everyone is done with tile t - 1's buffers
@@ -610,10 +630,12 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
       }
     }
     // A split ends with the key range or before a tile of the next split.
-    if (t + 1 == n_tiles || p.splits.starts(kb + kBN)) {
+    const bool split_ends = kb + kBN == next_split_key;
+    if (t + 1 == n_tiles || split_ends) {
       if (live) finish_split(cur_slot);
       ++cur_slot;
     }
+    if (split_ends) next_split_key = p.splits.begin(++split + 1);
   }
 
   if (p.groups > 1) {
@@ -784,9 +806,9 @@ void launch(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorkspac
   // group's keys start at the split holding its first key, up to one longest
   // split before it under a window.
   const int64_t sms = device_sms(dev);
-  const int64_t reach = span + (prm.window > 0 ? prm.splits.len2 : 0);
+  const int64_t reach = span + (prm.window > 0 ? prm.splits.longest() : 0);
   auto keys_for = [&](int64_t most_groups) {
-    int64_t keys = prm.splits.len0;
+    int64_t keys = prm.splits.len[0];
     while (reach / keys > std::max<int64_t>(most_groups, 1)) keys *= 2;
     return keys;
   };
@@ -836,7 +858,7 @@ void launch(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorkspac
                                    prm.group_keys,
                                    static_cast<int>(ctas),
                                    kStagesShared,
-                                   prm.splits.len0};
+                                   prm.splits.len[0]};
   prepare_kernel<HD, WM, WK, kStagesShared>(dev);
   {
     cudaLaunchConfig_t cfg = {};
