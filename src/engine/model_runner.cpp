@@ -152,7 +152,6 @@ GraphCaptureReport ModelRunner::capture_graphs() {
         prepare(seqs, keys);
         const GraphKey key{b, r, drafting_, keys};
         launch(&key);
-        launch_context(&key);
       }
       ++report.graphs;
     }
@@ -334,7 +333,6 @@ void ModelRunner::launch(const StepPlan& plan, const BlockManager& blocks, const
     const GraphKey key{bucket, r, drafting_, keys};
     launch(&key);
     download_results(n);
-    launch_context(&key);
   } else {
     prepare(seqs, 0);
     if (ahead) follow(*ahead, plan, seqs.size());
@@ -350,7 +348,6 @@ void ModelRunner::launch(const StepPlan& plan, const BlockManager& blocks, const
     launch(nullptr);
     taps_in_store_ = false;
     download_results(n);
-    launch_context(nullptr);
   }
   if (cur_.context_in_step) {
     for (const ScheduledRequest& e : plan.entries) context_writes_.rows += e.rows;
@@ -503,14 +500,12 @@ void ModelRunner::prepare(std::span<const Seq> seqs, int64_t min_keys) {
   be.upload(all, step_host_.data(), ops::DType::I32);
 
   // 4. A step in which every sequence drafts, on a backend with a queue of
-  // its own, writes the drafter context of all its rows right after the
-  // step (launch_context), behind the verdicts' downloads: the GPU goes on
-  // with it while the host reads them, and the write is one recorded graph
-  // instead of an upload and ~8 launches after them (H100, shipped pair,
-  // DFlash at concurrency 1: 7-9% more tokens/s; a Qwen3-8B cycle, whose
-  // write is bound by its GEMMs, did not move). Rows past the committed
-  // ones hold rejected drafts; nothing reads them before they are written
-  // again: the request's next drafter block covers them.
+  // its own, writes the drafter context of all its rows in the step, beside
+  // the target's last layers (enqueue_step): recorded with the step instead
+  // of an upload and ~8 launches after it (H100, shipped pair, DFlash at
+  // concurrency 1: 7-9% more tokens/s). Rows past the committed ones hold
+  // rejected drafts; nothing reads them before they are written again: the
+  // request's next drafter block covers them.
   cur_.context_in_step = drafting_ && (be.supports_graphs() || options_.overlap) && !target_.shard().active() &&
                      std::all_of(seqs.begin(), seqs.end(), [](const Seq& s) { return s.decode && s.rows > 1; });
   if (cur_.context_in_step) {
@@ -537,7 +532,29 @@ void ModelRunner::enqueue_step() {
     be.gather_rows(src, all.row_slice(static_cast<int64_t>(draft_idx_off_), n_logit_rows_).as<int32_t>(),
                    rows.col_slice(kDraftWord, 1));
   }
+  if (cur_.context_in_step) {
+    // The drafter's context write reads only the taps: it starts as soon as
+    // the last one is written and runs beside the target's remaining layers
+    // and head, which touch neither its scratch nor the drafter's pool
+    // layers. (H200, Qwen3-8B pair, ctx 1k: it was a second graph of 88 us
+    // after the step; bench_cycle's cycle went from 6.10 to 6.07 ms at batch
+    // 1 and from 11.24 to 11.19 at batch 8. Written at that point in order,
+    // without the second queue: 6.09 and 11.22.)
+    target_.on_taps_written([this, &be] {
+      struct Beside {
+        ops::Backend& be;
+        explicit Beside(ops::Backend& b) : be(b) { be.begin_beside(); }
+        ~Beside() { be.end_beside(); }
+      } beside(be);
+      drafter_->write_context_prepared(target_.taps_tensor().row_slice(0, n_rows_), *pool_, target_layers_);
+    });
+  }
+  struct Unhook {
+    model::Qwen3Model& m;
+    ~Unhook() { m.on_taps_written(nullptr); }
+  } unhook{target_};
   target_.forward_prepared(*pool_);
+  be.join_beside();
   if (drafter_ && !drafting_ && !pending_taps_.t.empty() && !taps_in_store_) {
     // Recorded whatever this step sets aside (its rows say where, or -1).
     be.scatter_rows(target_.taps_tensor(),
@@ -561,13 +578,6 @@ void ModelRunner::enqueue_step() {
 void ModelRunner::launch(const GraphKey* key) {
   cur_.recorded = false;
   replay(graphs_, key, [this] { enqueue_step(); });
-}
-
-void ModelRunner::launch_context(const GraphKey* key) {
-  if (!cur_.context_in_step) return;
-  replay(context_graphs_, key, [this] {
-    drafter_->write_context_prepared(target_.taps_tensor().row_slice(0, n_rows_), *pool_, target_layers_);
-  });
 }
 
 void ModelRunner::replay(std::map<GraphKey, Recorded>& graphs, const GraphKey* key, const std::function<void()>& work) {
@@ -621,7 +631,7 @@ void ModelRunner::write_context(const StepPlan& plan, std::span<const int64_t> k
     ~AddHostTime() { total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
   } add{done_.host_seconds, t0};
   if (std::exchange(done_.set_aside, false)) return;        // the step set its rows aside
-  if (std::exchange(done_.context_in_step, false)) return;  // the step wrote every row (launch_context)
+  if (std::exchange(done_.context_in_step, false)) return;  // the step wrote every row (enqueue_step)
   // The rows of requests that drafted are written now (their next draft
   // reads them); the others' (prefill chunks, requests that did not draft)
   // wait, as in a step where nobody drafted.

@@ -15,12 +15,12 @@
 // see prepare()), its drafts never leave the backend before the target has
 // verified them (the drafter's argmax is gathered into the target's input
 // ids and into the acceptance rows there), and it comes back in two small
-// downloads (verdicts, drafts), which do not wait for a context write queued
-// after them. Between them the work is ops only, so on a backend with graphs
-// a decode step (every entry decoding with the same row count) is one
-// recorded graph per (batch bucket, rows, context bucket), and its context
-// write a second: the batch is padded to the bucket with sequences that live
-// in scratch KV blocks past the block manager's, and the launch grids are
+// downloads (verdicts, drafts). Between them the work is ops only (a
+// context write in the step runs beside the target's layers after its last
+// tap), so on a backend with graphs a decode step (every entry decoding with
+// the same row count) is one recorded graph per (batch bucket, rows, context
+// bucket): the batch is padded to the bucket with sequences that live in
+// scratch KV blocks past the block manager's, and the launch grids are
 // sized for the context bucket. Buckets
 // of batch size are captured at start-up (capture_graphs), others on first
 // use; --enforce-eager turns graphs off. Every op is batch invariant, so
@@ -221,7 +221,7 @@ class ModelRunner {
     std::vector<int64_t> logit_begin, logit_count, draft_begin, draft_count, row_begin;
     std::vector<int32_t> verdicts, drafts;  // downloads land here
     size_t entries = 0;
-    bool context_in_step = false;  // the step writes its rows' drafter context itself (launch_context)
+    bool context_in_step = false;  // the step writes its rows' drafter context itself (enqueue_step)
     bool set_aside = false;        // it set its rows aside (nobody drafts)
     bool penalized = false;
     bool recorded = false;  // it ran a step first met, or recorded one
@@ -240,9 +240,6 @@ class ModelRunner {
   // Runs the prepared step: replays (recording first if needed) the graph
   // for `key`, or enqueues the ops directly when key is null.
   void launch(const GraphKey* key);
-  // The same for the step's drafter context write, where prepare() chose
-  // to write it in the step (context_in_step_).
-  void launch_context(const GraphKey* key);
   // Queues the downloads of the verdicts and drafts of the plan's n entries.
   void download_results(size_t n);
   struct Recorded;
@@ -284,7 +281,7 @@ class ModelRunner {
     uint64_t moves = 0;  // model::buffer_moves() when recorded
     bool warmed = false;
   };
-  std::map<GraphKey, Recorded> graphs_, context_graphs_;
+  std::map<GraphKey, Recorded> graphs_;
   // Penalties and logit bias of this step; a step that has them runs eagerly.
   PenaltyStep penalties_;
 

@@ -331,16 +331,19 @@ void Qwen3Model::forward_prepared(KVPool& pool) {
   const int64_t n = inputs_.rows(), L = cfg_.num_hidden_layers;
   const ops::AttentionMask causal{true, 0};
 
+  const int64_t last_tap = tap_layers_.empty() ? -1 : *std::max_element(tap_layers_.begin(), tap_layers_.end());
   embed(inputs_.ids(), acts_.x.t.row_slice(0, n));
   for (int64_t l = 0; l < L; ++l) {
     const auto& w = layers_[static_cast<size_t>(l)];
     // x becomes layer l-1's output here; its tap is written on the way.
     const auto tap = l > 0 ? tap_of(l - 1, n) : std::nullopt;
     begin_layer(be, w.input_norm.t, geo_.eps, acts_, n, /*pending=*/l > 0, tap ? &*tap : nullptr);
+    if (l - 1 == last_tap && taps_written_) taps_written_();
     decoder_layer(be, w, geo_, acts_, n, inputs_.attn(), causal, pool.k(l), pool.v(l), rope_, shard_);
   }
   const auto tap = tap_of(L - 1, n);
   begin_layer(be, norm_.t, geo_.eps, acts_, n, /*pending=*/true, tap ? &*tap : nullptr);
+  if (L - 1 == last_tap && taps_written_) taps_written_();
 
   // The final norm ran over every row (taps need the residual of all); the
   // head only over the rows whose logits are wanted.

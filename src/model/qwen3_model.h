@@ -10,6 +10,7 @@
 //
 // A model object is not thread-safe: forwards reuse its activation buffers.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -133,6 +134,10 @@ class Qwen3Model {
   // (a caller that keeps the taps of a step elsewhere saves a copy). Not in
   // a recorded forward: its tap buffer is part of the recording.
   void set_taps_destination(const ops::Tensor& dst);
+  // Called by each forward once its last tap is written, with the layers
+  // after it still to come (empty: none). Work it enqueues that reads only
+  // the taps can run beside the rest of the forward (Backend::begin_beside).
+  void on_taps_written(std::function<void()> fn) { taps_written_ = std::move(fn); }
 
  private:
   Qwen3Model(io::ModelConfig cfg, std::shared_ptr<ops::Backend> backend, Shard shard = {});
@@ -152,6 +157,7 @@ class Qwen3Model {
   ops::OwnedTensor inv_freq_;
   ops::Rope rope_;
   std::vector<int64_t> tap_layers_;
+  std::function<void()> taps_written_;
 
   Activations acts_;
   StepInputs inputs_;

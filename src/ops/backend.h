@@ -253,6 +253,15 @@ class Backend {
     (void)work;
     return nullptr;
   }
+  // Ops enqueued between begin_beside() and end_beside() may run beside the
+  // ops enqueued after them, until join_beside(): on a second queue that
+  // starts once what came before begin_beside() is done (CUDA: a forked
+  // stream, recorded into a graph as a branch that joins it); in order
+  // where there is one queue. Until the join, neither side may write what
+  // the other reads or writes. One such region at a time.
+  virtual void begin_beside() {}
+  virtual void end_beside() {}
+  virtual void join_beside() {}
 
   // ---- ops (enqueued; inputs and outputs in this backend's memory) ----
   // out[r] = table[ids[r]] * scale. ids: [n, 1] i32; out f32 (the residual

@@ -5,7 +5,8 @@
 // launched behind its last one still runs it is reported at once and its
 // record can be taken, its blocks freed when that step is read; an abort
 // while a step in flight runs the request takes effect when that step is
-// read; and every block comes back.
+// read; and every block comes back. Drafts are kept as with serial steps,
+// whose drafter context is written after the step instead of inside it.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -30,6 +31,7 @@ struct Finished {
   std::vector<int32_t> tokens;
   FinishReason reason;
   StopReason stop;
+  std::vector<int32_t> accepted;  // drafts kept by each verify step
 };
 
 // 16 prompts, a mix of max_tokens, EOS, and stop-string sinks that end a
@@ -55,7 +57,7 @@ std::map<size_t, Finished> serve(bool overlap, int64_t* followed = nullptr) {
       if (!o.finished) continue;
       std::optional<RequestResult> r = engine.take_result(o.id);
       EXPECT_TRUE(r.has_value());
-      if (r) out[which.at(o.id)] = {r->tokens, r->reason, r->stop};
+      if (r) out[which.at(o.id)] = {r->tokens, r->reason, r->stop, r->accepted};
     }
   }
   EXPECT_EQ(engine.num_requests(), 0u);
@@ -75,6 +77,10 @@ TEST(Overlap, StopsAndTakenResultsAsWithSerialSteps) {
     EXPECT_EQ(got.tokens, want.tokens) << "prompt " << i;
     EXPECT_EQ(got.reason, want.reason) << "prompt " << i;
     EXPECT_EQ(got.stop, want.stop) << "prompt " << i;
+    // Overlapped steps write the drafter's context inside the step, as soon
+    // as the target's taps are written (all rows); serial ones after it (the
+    // kept rows): the same context, so the same drafts are kept.
+    EXPECT_EQ(got.accepted, want.accepted) << "prompt " << i;
   }
 }
 

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <deque>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -149,13 +150,14 @@ class CudaBackend final : public Backend {
     cudaDeviceProp prop{};
     check(cudaGetDeviceProperties(&prop, index), "cudaGetDeviceProperties");
     name_ = prop.name;
-    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    check(cudaStreamCreateWithFlags(&main_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    stream_ = main_;
     matmul_ = std::make_unique<Matmul>();
   }
 
   ~CudaBackend() override {
     // Queued work may still read the staging buffers or the workspace.
-    if (stream_) cudaStreamSynchronize(stream_);
+    if (main_) cudaStreamSynchronize(main_);
     auto release = [](Staging& s) {
       if (s.done) cudaEventDestroy(s.done);
       if (s.host) cudaFreeHost(s.host);
@@ -165,7 +167,13 @@ class CudaBackend final : public Backend {
     for (LaterGroup& g : later_) release(g.staging);
     for (Staging& s : spare_) release(s);
     matmul_.reset();
-    if (stream_) cudaStreamDestroy(stream_);
+    if (side_) {
+      cudaStreamSynchronize(side_);
+      cudaStreamDestroy(side_);
+      cudaEventDestroy(fork_);
+      cudaEventDestroy(join_);
+    }
+    if (main_) cudaStreamDestroy(main_);
   }
 
   Device device() const override { return Device::CUDA; }
@@ -303,7 +311,33 @@ class CudaBackend final : public Backend {
   void fill_uniform(const Tensor& t, uint64_t seed, float lo, float hi) override {
     cuda::fill_uniform(t, seed, lo, hi, stream_);
   }
-  void synchronize() override { check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
+  void synchronize() override {
+    check(cudaStreamSynchronize(main_), "cudaStreamSynchronize");
+    if (side_) check(cudaStreamSynchronize(side_), "cudaStreamSynchronize");
+  }
+  // The second queue: a stream of its own, forked from and joined to the
+  // main one by events (inside a capture that makes the graph branch).
+  void begin_beside() override {
+    if (stream_ != main_) throw Error("CudaBackend: begin_beside inside another beside region");
+    if (!side_) {
+      check(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+      check(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+      check(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    }
+    check(cudaEventRecord(fork_, main_), "begin_beside cudaEventRecord");
+    check(cudaStreamWaitEvent(side_, fork_, 0), "begin_beside cudaStreamWaitEvent");
+    stream_ = side_;
+  }
+  void end_beside() override {
+    if (stream_ != side_) return;
+    stream_ = main_;
+    check(cudaEventRecord(join_, side_), "end_beside cudaEventRecord");
+    joining_ = true;
+  }
+  void join_beside() override {
+    if (!std::exchange(joining_, false)) return;
+    check(cudaStreamWaitEvent(main_, join_, 0), "join_beside cudaStreamWaitEvent");
+  }
   bool supports_graphs() const override { return true; }
   void* native_queue() const override { return stream_; }
   std::unique_ptr<Graph> capture(const std::function<void()>& work) override { return capture_graph(stream_, work); }
@@ -488,7 +522,11 @@ class CudaBackend final : public Backend {
 
   int index_;
   std::string name_;
+  // Where ops go: the main stream, or the side stream inside a beside region.
   cudaStream_t stream_ = nullptr;
+  cudaStream_t main_ = nullptr, side_ = nullptr;
+  cudaEvent_t fork_ = nullptr, join_ = nullptr;
+  bool joining_ = false;  // end_beside() ran, join_beside() not yet
   std::unique_ptr<Matmul> matmul_;
   AttentionWorkspace attention_workspace_;
   Staging staging_[2];
