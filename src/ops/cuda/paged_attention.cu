@@ -15,8 +15,8 @@
 // Batch invariance (greedy DFlash must equal plain decoding): a row's output
 // may not depend on the call's other rows, so its arithmetic is one fixed
 // chain. Keys are cut into splits at fixed positions (SplitTiers: 128 keys
-// long up to key 1024, 256 up to 4096, 512 up to 16384, then 1024); within a split the row runs
-// an online softmax over 64-key tiles in key order, from a fresh state; the
+// long up to key 1024, 256 up to 4096, 512 up to 16384, then 1024); within
+// a split the row runs an online softmax over 64-key tiles in key order, from a fresh state; the
 // splits' results are then merged by one left fold in ascending split order
 // (fold_weights / fold_acc below), empty splits skipped. Where that fold runs is free: a CTA that owns a row's whole
 // key range folds in registers (or shared memory) as the pipeline crosses each
@@ -65,7 +65,13 @@ struct SplitTiers {
   int len[kTiers] = {128, 256, 512, 1024};
   int end[kTiers - 1] = {1024, 4096, 16384};
   int first[kTiers] = {0, 8, 20, 44};
-  __host__ __device__ int tier_start(int i) const { return i == 0 ? 0 : end[i - 1]; }
+  __host__ __device__ constexpr int tier_start(int i) const { return i == 0 ? 0 : end[i - 1]; }
+  // Whether first[] counts the splits of the tiers before each.
+  constexpr bool consistent() const {
+    for (int i = 0; i + 1 < kTiers; ++i)
+      if (first[i + 1] != first[i] + (end[i] - tier_start(i)) / len[i]) return false;
+    return first[0] == 0;
+  }
   // The split that holds key k.
   __host__ __device__ int of(int k) const {
 #pragma unroll
@@ -82,6 +88,7 @@ struct SplitTiers {
   }
   int longest() const { return len[kTiers - 1]; }
 };
+static_assert(SplitTiers{}.consistent(), "SplitTiers: first[] does not match the tier ends and lengths");
 SplitTiers uniform_tiers(int keys) {
   SplitTiers t;
   for (int i = 0; i < SplitTiers::kTiers; ++i) t.len[i] = keys, t.first[i] = 0;
@@ -459,9 +466,9 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
   };
   int cur_slot = slot0;
   // The key where the next split starts (tiles and splits are kBN-aligned,
-  // so the tiles meet it exactly): tracked here rather than found for every
-  // tile, whose integer divisions by the tier lengths were a sixth of the
-  // decode loop's instructions at long contexts.
+  // so the tiles meet it exactly), tracked here rather than found for every
+  // tile with up to six integer divisions by the tier lengths (H200: decode
+  // at batch 1 and 8k 25.0 -> 22.6 us; bench_attention_notes.md).
   int split = p.splits.of(k_begin);
   int next_split_key = p.splits.begin(split + 1);
   for (int t = 0; t < n_tiles; ++t) {
