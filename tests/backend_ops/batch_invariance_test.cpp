@@ -12,22 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "backend_named.h"
 #include "ops/backend.h"
-#ifdef FD_BACKEND_OPS_CUDA
-#include "ops/cuda/cuda_backend.h"
-#include "ops/cuda/device.h"
-#endif
 
 namespace flashdraft::ops {
 namespace {
 
-std::shared_ptr<Backend> backend_named(const std::string& name) {
-  if (name == "cpu") return make_cpu_backend();
-#ifdef FD_BACKEND_OPS_CUDA
-  if (cuda::device_count() > 0) return cuda::make_cuda_backend(0);
-#endif
-  return nullptr;
-}
+using testing::backend_named;
 
 std::vector<float> random_vec(size_t n, uint64_t seed, float scale = 1.0f) {
   std::mt19937_64 g(seed);

@@ -13,22 +13,13 @@
 #include <vector>
 
 #include "core/error.h"
+#include "backend_named.h"
 #include "ops/backend.h"
-#ifdef FD_BACKEND_OPS_CUDA
-#include "ops/cuda/cuda_backend.h"
-#include "ops/cuda/device.h"
-#endif
 
 namespace flashdraft::ops {
 namespace {
 
-std::shared_ptr<Backend> backend_named(const std::string& name) {
-  if (name == "cpu") return make_cpu_backend();
-#ifdef FD_BACKEND_OPS_CUDA
-  if (cuda::device_count() > 0) return cuda::make_cuda_backend(0);
-#endif
-  return nullptr;
-}
+using testing::backend_named;
 
 class BesideQueue : public ::testing::TestWithParam<std::string> {
  protected:
