@@ -348,8 +348,24 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
   }
 
   // ---- K/V tile loader: warp w fills tile rows [RW*w, RW*w + RW) ----
-  const bf16* kbase = p.k + kvh * HD;
-  const bf16* vbase = p.v + kvh * HD;
+  // Everything about a copy but the pool slot is fixed per lane, so it is
+  // worked out once here: the address of the lane's 16-byte column in pool
+  // row 0 (K; V is a fixed byte distance away) and its rows' swizzled
+  // offsets in a stage. A tile then costs each row one shuffle, one wide
+  // multiply and two copies. (H200, ncu of a 16-row block at batch 1 and 8k:
+  // the copies of a tile had taken each warp ~190 instructions of 64-bit
+  // address arithmetic, a third of the tile's; bench_attention_notes.md.)
+  constexpr int RP = 32 / CH;  // rows per warp instruction
+  constexpr int kRowsPerLane = RW / RP;
+  const int lane_c = lane % CH, lane_r = lane / CH;
+  const uintptr_t k_col = reinterpret_cast<uintptr_t>(p.k + kvh * HD + lane_c * 8);
+  const uintptr_t v_from_k = reinterpret_cast<uintptr_t>(p.v) - reinterpret_cast<uintptr_t>(p.k);  // mod 2^64
+  const uint32_t row_bytes = static_cast<uint32_t>(p.kv_ld) * 2u;
+  uint32_t stage_off[kRowsPerLane];
+#pragma unroll
+  for (int ps = 0; ps < kRowsPerLane; ++ps)
+    stage_off[ps] = static_cast<uint32_t>(swz<HD>(warp * RW + ps * RP + lane_r, lane_c)) * 2u;
+  const uint32_t sk_base = smem_u32(sK), sv_base = smem_u32(sV);
   // Lane l (mod RW) looks up key RW*warp + l of a tile; the lookup for the
   // next tile is issued one iteration early so its latency hides behind math.
   int pf_j = 0, pf_blk = 0;
@@ -358,22 +374,19 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
     pf_blk = load_block(pf_j);
   };
   auto issue_tile = [&](int buf) {
-    // Keys outside [lo, hi) are never read: their smem rows are zero-filled.
+    // Keys outside [lo, hi) are never read: their smem rows are zero-filled
+    // (a copy of 0 source bytes, from any valid address).
     const bool ok = pf_j >= lo && pf_j < hi;
     const int slot = ok ? pf_blk * p.block_size + (pf_j - table_block(pf_j) * p.block_size) : -1;
-    constexpr int RP = 32 / CH;  // rows per warp instruction
-    const int c = lane % CH, rsub = lane / CH;
-    bf16* dk = sK + buf * kBN * HD;
-    bf16* dv = sV + buf * kBN * HD;
+    const uint32_t dk = sk_base + static_cast<uint32_t>(buf * kBN * HD * 2);
+    const uint32_t dv = sv_base + static_cast<uint32_t>(buf * kBN * HD * 2);
 #pragma unroll
-    for (int ps = 0; ps < RW / RP; ++ps) {
-      const int r = ps * RP + rsub;
-      const int sl = __shfl_sync(0xffffffffu, slot, r);
-      const int row = warp * RW + r;
-      const int64_t off = static_cast<int64_t>(sl) * p.kv_ld + c * 8;
+    for (int ps = 0; ps < kRowsPerLane; ++ps) {
+      const int sl = __shfl_sync(0xffffffffu, slot, ps * RP + lane_r);
       const int bytes = sl >= 0 ? 16 : 0;
-      cp_async16(smem_u32(dk + swz<HD>(row, c)), sl >= 0 ? kbase + off : p.k, bytes);
-      cp_async16(smem_u32(dv + swz<HD>(row, c)), sl >= 0 ? vbase + off : p.v, bytes);
+      const uintptr_t src = k_col + static_cast<uint64_t>(static_cast<uint32_t>(max(sl, 0))) * row_bytes;
+      cp_async16(dk + stage_off[ps], reinterpret_cast<const void*>(src), bytes);
+      cp_async16(dv + stage_off[ps], reinterpret_cast<const void*>(src + v_from_k), bytes);
     }
   };
 
@@ -516,23 +529,26 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
       }
       // Mask by position with a select; the row maximum is taken on raw scores
       // (scale > 0) and scaled into the log2 domain once.
+      // One branch around all of it: inside the element loop the compiler
+      // kept a branch per element (16 a tile for 4 x 2 warps), taken or not.
       const bool need_mask = !(kb >= lo_all && kb + kBN - 1 <= hi_all);
+      if (need_mask) {
 #pragma unroll
-      for (int n = 0; n < NTW; ++n) {
+        for (int n = 0; n < NTW; ++n) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          float x = sc[n][e];
-          if (need_mask) {
+          for (int e = 0; e < 4; ++e) {
             const int j = kb + (nt0 + n) * 8 + c0 + (e & 1);
             const int pq = e < 2 ? pa : pb;
             const bool vis = j < kv_len && (p.causal ? j <= pq : p.window == 0 || j < pq + p.window) &&
                              (p.window == 0 || j > pq - p.window);
-            x = vis ? x : kNegInf;
+            sc[n][e] = vis ? sc[n][e] : kNegInf;
           }
-          sc[n][e] = x;
-          mx[e >> 1] = fmaxf(mx[e >> 1], x);
         }
       }
+#pragma unroll
+      for (int n = 0; n < NTW; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) mx[e >> 1] = fmaxf(mx[e >> 1], sc[n][e]);
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
         mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
@@ -983,6 +999,9 @@ void paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cac
   check_tensor(k_cache, "k_cache", n_kv_heads * head_dim);
   check_tensor(v_cache, "v_cache", n_kv_heads * head_dim);
   if (k_cache.ld != v_cache.ld) throw Error("paged_attention: k_cache and v_cache need the same row stride");
+  // The kernel forms a pool row's byte offset from a 32-bit row stride.
+  if (k_cache.ld > (int64_t{1} << 30))
+    throw Error("paged_attention: a K/V pool row of " + std::to_string(k_cache.ld) + " elements is too long");
   if (batch.block_size <= 0) throw Error("paged_attention: block_size must be positive");
   // The row maximum is taken before scaling, which needs a positive scale.
   if (!(scale > 0.f) || !std::isfinite(scale))
