@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -165,7 +166,7 @@ double all_reduce_ms(model::Qwen3Model& target, int64_t rows, int64_t count, int
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string device = "cuda", target_dir, drafter_dir;
+  std::string device = "cuda", target_dir, drafter_dir, quants = "none";
   int tp = 1;
   Setup s;
   s.contexts = {1024, 8192};
@@ -179,13 +180,14 @@ int main(int argc, char** argv) {
     else if (k == "--reps") s.reps = std::stoi(v);
     else if (k == "--block") s.block = std::stoll(v);
     else if (k == "--tensor-parallel-size") tp = std::stoi(v);
+    else if (k == "--draft-quantization") quants = v;
     else return false;
     return true;
   });
   if (!flags_ok) return 2;
   if (target_dir.empty() || drafter_dir.empty()) {
     std::fprintf(stderr, "usage: bench_cycle [--device cuda] --target DIR --drafter DIR [--contexts 1024,8192] "
-                         "[--batches 1,8,32] [--reps 30] [--block 16]\n");
+                         "[--batches 1,8,32] [--reps 30] [--block 16] [--draft-quantization none,fp8]\n");
     return 2;
   }
   try {
@@ -193,28 +195,40 @@ int main(int argc, char** argv) {
     auto target = tp > 1 ? model::Qwen3Model::load_sharded(nullptr, cfg, ops::make_rank_backends(device, tp),
                                                            parallel::make_group(device, tp))
                          : model::Qwen3Model::load_dummy(cfg, ops::make_backend(device));
-    auto drafter = model::DFlashDrafter::load_dummy(drafter_dir, *target);
     std::printf("# bench_cycle on %s x %d ranks: target %s, drafter %s (random weights), block %lld, median of %d\n",
                 target->backend().describe().c_str(), tp, target_dir.c_str(), drafter_dir.c_str(),
                 static_cast<long long>(s.block), s.reps);
     // One runner at a time: each holds a KV pool sized for the largest batch.
     const auto plain_g = time_runner(*target, nullptr, s, false);
     const auto plain_e = time_runner(*target, nullptr, s, true);
-    const auto cycle_g = time_runner(*target, drafter.get(), s, false);
-    const auto cycle_e = time_runner(*target, drafter.get(), s, true);
-    std::printf("| ctx | batch | plain ms | cycle ms | cycle/plain | x at tau 6.5 | x at tau 4 | eager plain ms | "
-                "eager cycle ms | eager cycle/plain | host us plain (graphs/eager) | host us cycle (graphs/eager) |\n");
-    std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    size_t k = 0;
-    for (int64_t ctx : s.contexts) {
-      for (int64_t batch : s.batches) {
-        const double ratio = cycle_g[k].step_ms / plain_g[k].step_ms;
-        std::printf("| %lld | %lld | %.3f | %.3f | %.3f | %.2f | %.2f | %.3f | %.3f | %.3f | %.0f / %.0f | %.0f / %.0f |\n",
-                    static_cast<long long>(ctx), static_cast<long long>(batch), plain_g[k].step_ms,
-                    cycle_g[k].step_ms, ratio, 6.5 / ratio, 4.0 / ratio, plain_e[k].step_ms, cycle_e[k].step_ms,
-                    cycle_e[k].step_ms / plain_e[k].step_ms, plain_g[k].host_us, plain_e[k].host_us,
-                    cycle_g[k].host_us, cycle_e[k].host_us);
-        ++k;
+    // One table per drafter quantization (--draft-quantization none,fp8:
+    // the drafter as loaded, then rounded to fp8, against the same plain steps).
+    for (size_t at = 0; at < quants.size();) {
+      size_t comma = quants.find(',', at);
+      if (comma == std::string::npos) comma = quants.size();
+      const std::string quant = quants.substr(at, comma - at);
+      at = comma + 1;
+      if (quant != "none" && quant != "fp8") throw std::invalid_argument("--draft-quantization: none or fp8, got " + quant);
+      auto drafter = model::DFlashDrafter::load_dummy(
+          drafter_dir, *target, 2, quant == "fp8" ? ops::WeightQuant::Fp8 : ops::WeightQuant::None);
+      const auto cycle_g = time_runner(*target, drafter.get(), s, false);
+      const auto cycle_e = time_runner(*target, drafter.get(), s, true);
+      std::printf("\ndrafter quantization: %s\n\n", quant.c_str());
+      std::printf("| ctx | batch | plain ms | cycle ms | cycle/plain | x at tau 6.5 | x at tau 4 | eager plain ms | "
+                  "eager cycle ms | eager cycle/plain | host us plain (graphs/eager) | host us cycle (graphs/eager) |\n");
+      std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+      size_t k = 0;
+      for (int64_t ctx : s.contexts) {
+        for (int64_t batch : s.batches) {
+          const double ratio = cycle_g[k].step_ms / plain_g[k].step_ms;
+          std::printf(
+              "| %lld | %lld | %.3f | %.3f | %.3f | %.2f | %.2f | %.3f | %.3f | %.3f | %.0f / %.0f | %.0f / %.0f |\n",
+              static_cast<long long>(ctx), static_cast<long long>(batch), plain_g[k].step_ms, cycle_g[k].step_ms,
+              ratio, 6.5 / ratio, 4.0 / ratio, plain_e[k].step_ms, cycle_e[k].step_ms,
+              cycle_e[k].step_ms / plain_e[k].step_ms, plain_g[k].host_us, plain_e[k].host_us, cycle_g[k].host_us,
+              cycle_e[k].host_us);
+          ++k;
+        }
       }
     }
     if (tp > 1) {

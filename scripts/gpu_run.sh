@@ -27,7 +27,7 @@ if [[ $what == *bench* ]]; then
   build-gpu/bench/bench_step --target .carry/configs/qwen3-8b --drafter .carry/configs/qwen3-8b-dflash-b16 --contexts 1024,16384 --batches 1 --reps 20 2>&1 | tee "$out/bench_step.log"
 fi
 if [[ $what == *cycle* ]]; then
-  build-gpu/bench/bench_cycle --target .carry/configs/qwen3-8b --drafter .carry/configs/qwen3-8b-dflash-b16 --contexts 1024,8192 --batches 1,8,32 --reps 30 2>&1 | tee "$out/bench_cycle.log"
+  build-gpu/bench/bench_cycle --target .carry/configs/qwen3-8b --drafter .carry/configs/qwen3-8b-dflash-b16 --contexts 1024,8192 --batches 1,8,32 --reps 30 --draft-quantization none,fp8 2>&1 | tee "$out/bench_cycle.log"
 fi
 if [[ $what == *peer* ]]; then
   # The peer at the same shapes: transformers plain decode and z-lab's DFlash loop (batch 1).

@@ -12,6 +12,7 @@
 namespace flashdraft::model {
 
 std::unique_ptr<DFlashDrafter> DFlashDrafter::load_shards(const DFlashConfig& cfg, const Qwen3Model& target,
+                                                          ops::WeightQuant quant,
                                                           const std::function<void(DFlashDrafter&)>& load) {
   const int size = target.shard().size;
   if (size > 1) {
@@ -23,20 +24,27 @@ std::unique_ptr<DFlashDrafter> DFlashDrafter::load_shards(const DFlashConfig& cf
                   std::to_string(target.config().hidden_size) + ") is not divisible by --tensor-parallel-size " +
                   std::to_string(size));
   }
+  const auto load_one = [&](DFlashDrafter& one) {
+    one.quant_ = quant;
+    load(one);
+    one.quantize_lm_head();
+  };
   auto d = std::unique_ptr<DFlashDrafter>(new DFlashDrafter(cfg, target));
-  load(*d);
+  load_one(*d);
   for (const auto& peer : target.peers()) {
     peer->shard().comm->bind_thread();  // its buffers on its device
     d->peers_.push_back(std::unique_ptr<DFlashDrafter>(new DFlashDrafter(cfg, *peer)));
-    load(*d->peers_.back());
+    load_one(*d->peers_.back());
   }
   if (target.shard().comm) target.shard().comm->bind_thread();
   return d;
 }
 
 std::unique_ptr<DFlashDrafter> DFlashDrafter::load(const io::Checkpoint& ckpt, const io::ModelConfig& drafter_cfg,
-                                                   const Qwen3Model& target, const LoadProgress& progress) {
-  return load_shards(parse_dflash_config(drafter_cfg, target.config(), ckpt.dir()), target, [&](DFlashDrafter& d) {
+                                                   const Qwen3Model& target, const LoadProgress& progress,
+                                                   ops::WeightQuant quant) {
+  return load_shards(parse_dflash_config(drafter_cfg, target.config(), ckpt.dir()), target, quant,
+                     [&](DFlashDrafter& d) {
     WeightLoader loader(d.backend_, &ckpt);
     d.declare(loader);
     loader.load(progress, [](const std::string&) { return false; },
@@ -46,14 +54,14 @@ std::unique_ptr<DFlashDrafter> DFlashDrafter::load(const io::Checkpoint& ckpt, c
 }
 
 std::unique_ptr<DFlashDrafter> DFlashDrafter::load(const std::filesystem::path& dir, const Qwen3Model& target,
-                                                   const LoadProgress& progress) {
+                                                   const LoadProgress& progress, ops::WeightQuant quant) {
   const auto cfg = load_drafter_model_config(dir);
-  return load(io::Checkpoint::open(dir), cfg, target, progress);
+  return load(io::Checkpoint::open(dir), cfg, target, progress, quant);
 }
 
 std::unique_ptr<DFlashDrafter> DFlashDrafter::load_dummy(const std::filesystem::path& dir, const Qwen3Model& target,
-                                                         uint64_t seed) {
-  return load_shards(parse_dflash_config(load_drafter_model_config(dir), target.config(), dir), target,
+                                                         uint64_t seed, ops::WeightQuant quant) {
+  return load_shards(parse_dflash_config(load_drafter_model_config(dir), target.config(), dir), target, quant,
                      [&](DFlashDrafter& d) {
                        WeightLoader loader(d.backend_, nullptr, seed);
                        d.declare(loader);
@@ -73,7 +81,16 @@ DFlashDrafter::DFlashDrafter(DFlashConfig cfg, const Qwen3Model& target)
   rope_ = ops::Rope{inv_freq_.t, rope.attention_factor};
 }
 
+void DFlashDrafter::quantize_lm_head() {
+  if (quant_ == ops::WeightQuant::None) return;
+  const ops::Tensor head = target_.lm_head_weight();
+  lm_head_ = backend_.alloc_tensor(backend_.weight_dtype(), head.rows, head.cols);
+  backend_.matmul_weight_rows(head, lm_head_.t);
+  backend_.prepare_matmul_weight(lm_head_, quant_);
+}
+
 void DFlashDrafter::declare(WeightLoader& loader) {
+  loader.quantize(quant_);
   const int64_t H = geo_.hidden, L = cfg_.model.num_hidden_layers, kv = geo_.kv_dim();
   const int64_t K = cfg_.num_taps(), Ht = target_.config().hidden_size;
   // Row-parallel: this rank's columns of the taps (write_context sums the ranks' products).
@@ -282,7 +299,10 @@ void DFlashDrafter::forward_prepared(KVPool& pool, int64_t layer_offset) {
   // Block rows 1.. of every seq (row 0, the anchor, predicts nothing new).
   if (logits_view_.empty()) return;
   backend_.gather_rows(acts_.xn.t.row_slice(0, n), inputs_.logit_rows().as<int32_t>(), selected_view_);
-  target_.lm_head(selected_view_, logits_view_);
+  if (lm_head_.t.empty())
+    target_.lm_head(selected_view_, logits_view_);
+  else
+    backend_.matmul(selected_view_, lm_head_.t, nullptr, logits_view_);
   if (cfg_.final_logit_softcapping) backend_.softcap(logits_view_, static_cast<float>(*cfg_.final_logit_softcapping));
 }
 

@@ -1,7 +1,11 @@
 #pragma once
 // The DFlash block-diffusion drafter (DFLASH.md section 3) over the backend
 // seam. It has no embedding and no lm_head of its own: it borrows the
-// target's, and runs on the target's backend.
+// target's, and runs on the target's backend. Quantized (ops::WeightQuant::
+// Fp8, the speculative config's "quantization"), its matmul weights are
+// rounded to the fp8 grid at load, and so is a copy of the target's lm head
+// that it then reads instead: drafts get cheaper to compute and may differ,
+// the verified output does not.
 //
 // Its KV cache holds context (features of tokens the target committed):
 // write_context computes K/V for such rows once, for all layers in one GEMM,
@@ -39,15 +43,18 @@ class DFlashDrafter {
   // with no place in the drafter is an error. The target must outlive the
   // drafter.
   static std::unique_ptr<DFlashDrafter> load(const io::Checkpoint& ckpt, const io::ModelConfig& drafter_cfg,
-                                             const Qwen3Model& target, const LoadProgress& progress = {});
+                                             const Qwen3Model& target, const LoadProgress& progress = {},
+                                             ops::WeightQuant quant = ops::WeightQuant::None);
   // The same from a directory.
   static std::unique_ptr<DFlashDrafter> load(const std::filesystem::path& dir, const Qwen3Model& target,
-                                             const LoadProgress& progress = {});
+                                             const LoadProgress& progress = {},
+                                             ops::WeightQuant quant = ops::WeightQuant::None);
   // Random weights with the config's shapes (--load-format dummy).
   static std::unique_ptr<DFlashDrafter> load_dummy(const std::filesystem::path& dir, const Qwen3Model& target,
-                                                   uint64_t seed = 2);
+                                                   uint64_t seed = 2, ops::WeightQuant quant = ops::WeightQuant::None);
 
   const DFlashConfig& config() const { return cfg_; }
+  ops::WeightQuant quant() const { return quant_; }
   // Tensor parallelism: the target is a sharded rank-0 model
   // (Qwen3Model::load_sharded) and the load calls above load one drafter
   // shard per target shard; these are ranks 1 .. (empty at size 1).
@@ -112,8 +119,11 @@ class DFlashDrafter {
   // One drafter per shard of `target` (rank 0's returned, owning the others),
   // each declared and then loaded by `load`.
   static std::unique_ptr<DFlashDrafter> load_shards(const DFlashConfig& cfg, const Qwen3Model& target,
+                                                    ops::WeightQuant quant,
                                                     const std::function<void(DFlashDrafter&)>& load);
   void declare(WeightLoader& loader);
+  // A quantized drafter's own copy of the target's lm head, rounded.
+  void quantize_lm_head();
   void check_pool(const BatchContext& batch, const KVPool& pool, int64_t layer_offset, const char* what) const;
 
   DFlashConfig cfg_;
@@ -124,6 +134,8 @@ class DFlashDrafter {
   ops::OwnedTensor fc_, hidden_norm_, norm_;  // fc_: this rank's columns of fc.weight
   std::vector<DecoderLayerWeights> layers_;
   ops::OwnedTensor kv_fused_;  // every layer's k_proj then v_proj rows, stacked: [L * 2 * kv_dim, H]
+  ops::WeightQuant quant_ = ops::WeightQuant::None;
+  ops::OwnedTensor lm_head_;  // quantized drafters only (quantize_lm_head)
   ops::OwnedTensor inv_freq_;
   ops::Rope rope_;
 

@@ -147,7 +147,11 @@ void Qwen3Model::embed(const ops::Tensor& ids, const ops::Tensor& out, float sca
 }
 
 void Qwen3Model::lm_head(const ops::Tensor& x, const ops::Tensor& logits) const {
-  backend_->matmul(x, lm_head_.t.empty() ? embed_tokens_.t.row_slice(0, vocab_count()) : lm_head_.t, nullptr, logits);
+  backend_->matmul(x, lm_head_weight(), nullptr, logits);
+}
+
+ops::Tensor Qwen3Model::lm_head_weight() const {
+  return lm_head_.t.empty() ? embed_tokens_.t.row_slice(0, vocab_count()) : lm_head_.t;
 }
 
 void Qwen3Model::argmax(const ops::Tensor& logits, const ops::Tensor& out) {

@@ -116,6 +116,9 @@ class Qwen3Model {
   // The output head (tied or untied) on raw rows, no final norm: logits[n,
   // vocab] f32 = x[n, hidden] · W^T. (The DFlash drafter applies its own norm.)
   void lm_head(const ops::Tensor& x, const ops::Tensor& logits) const;
+  // The output head's weight: this rank's [vocab_count(), hidden] (the
+  // embedding's rows when tied), as prepared for matmul.
+  ops::Tensor lm_head_weight() const;
   // Host versions of the two, for tests and tools. embed throws on ids outside the vocabulary.
   void embed(std::span<const int32_t> ids, float* out) const;
   void lm_head(const float* x, int64_t n, float* logits) const;

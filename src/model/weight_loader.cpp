@@ -130,9 +130,9 @@ void WeightLoader::load(const LoadProgress& progress, const std::function<bool(c
 void WeightLoader::prepare_matmul_weights() {
   for (const auto& [w, glu] : std::exchange(matmul_weights_, {})) {
     if (glu)
-      backend_.prepare_glu_weight(*w);
+      backend_.prepare_glu_weight(*w, quant_);
     else
-      backend_.prepare_matmul_weight(*w);
+      backend_.prepare_matmul_weight(*w, quant_);
   }
 }
 

@@ -39,6 +39,9 @@ class WeightLoader {
   // The same for a fused [gate; up] projection that only
   // Backend::matmul_silu_glu reads (Backend::prepare_glu_weight).
   void glu_weight(ops::OwnedTensor& w) { matmul_weights_.push_back({&w, true}); }
+  // Every matmul and glu weight of this load rounded to `quant`'s grid when
+  // prepared (a quantized drafter: ops::WeightQuant).
+  void quantize(ops::WeightQuant quant) { quant_ = quant; }
   // Checkpoint tensor `name` of `shape` ([out, in] or [n]) goes to `dest`
   // (same element count, e.g. a row slice of a fused buffer). `why` explains
   // the expected shape in error messages ("hidden_size x ...").
@@ -72,6 +75,7 @@ class WeightLoader {
   uint64_t seed_;
   std::vector<Decl> decls_;
   std::vector<std::pair<ops::OwnedTensor*, bool>> matmul_weights_;  // (weight, is a [gate; up] one)
+  ops::WeightQuant quant_ = ops::WeightQuant::None;
 };
 
 }  // namespace flashdraft::model

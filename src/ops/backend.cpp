@@ -1,9 +1,12 @@
 #include "ops/backend.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
+#include "ops/fp8_grid.h"
 
 namespace flashdraft::ops {
 
@@ -30,6 +33,8 @@ const char* dtype_name(DType dtype) {
 }
 
 const char* device_name(Device device) { return device == Device::CUDA ? "cuda" : "cpu"; }
+
+const char* weight_quant_name(WeightQuant quant) { return quant == WeightQuant::Fp8 ? "fp8" : "none"; }
 
 namespace {
 
@@ -81,6 +86,25 @@ Tensor Buffer::view(DType dtype, int64_t rows, int64_t cols) const {
     throw Error("buffer of " + std::to_string(bytes_) + " bytes viewed as " + std::to_string(rows) + "x" +
                 std::to_string(cols) + " " + dtype_name(dtype));
   return Tensor{mem_.get(), dtype, device_, rows, cols, cols};
+}
+
+void Backend::prepare_matmul_weight(OwnedTensor& w, WeightQuant quant) {
+  if (quant == WeightQuant::None || w.t.empty()) return;
+  expect_row_major(w.t, "quantization");
+  if (w.t.dtype != DType::F32 && w.t.dtype != DType::BF16)
+    throw Error(std::string("fp8 weight quantization of a ") + dtype_name(w.t.dtype) + " weight (f32 or bf16 only)");
+  // Row by row through the host: the backend's own copy ops, any device.
+  std::vector<float> row(static_cast<size_t>(w.t.cols));
+  for (int64_t r = 0; r < w.t.rows; ++r) {
+    const Tensor view = w.t.row_slice(r, 1);
+    download(view, row.data());
+    uint32_t absmax = 0;
+    for (float v : row) absmax = std::max(absmax, fp8::magnitude(v));
+    const int e = fp8::row_exponent(absmax);
+    for (float& v : row) v = fp8::round(v, e);
+    upload(view, row.data(), DType::F32);
+  }
+  w.t.quant = quant;
 }
 
 OwnedTensor Backend::alloc_tensor(DType dtype, int64_t rows, int64_t cols) {

@@ -37,6 +37,13 @@ const char* device_name(Device device);  // "cpu", "cuda"
 // op only.
 enum class Layout : uint8_t { RowMajor, MatmulTiles, GluTiles };
 
+// How a prepared weight's values are held (Backend::prepare_matmul_weight).
+// Fp8: every row rounded to the fp8 grid of ops/fp8_grid.h at load (a
+// quantized drafter), the same values on every backend; the CUDA backend
+// also keeps them as fp8 codes, which its weight streamer reads.
+enum class WeightQuant : uint8_t { None, Fp8 };
+const char* weight_quant_name(WeightQuant quant);  // "none", "fp8"
+
 struct Tensor {
   void* data = nullptr;
   DType dtype = DType::F32;
@@ -44,6 +51,7 @@ struct Tensor {
   int64_t rows = 0, cols = 0;
   int64_t ld = 0;  // elements from one row's start to the next (>= cols)
   Layout layout = Layout::RowMajor;
+  WeightQuant quant = WeightQuant::None;  // a prepared weight's (see WeightQuant)
 
   template <class T>
   T* as() const { return static_cast<T*>(data); }
@@ -274,11 +282,19 @@ class Backend {
   virtual void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) = 0;
   // Gives a loaded weight (used as matmul's w only, whole) the layout this
   // backend's matmul reads fastest, replacing its buffer; the values and every
-  // product stay the same. Default: left as it is.
-  virtual void prepare_matmul_weight(OwnedTensor& w) { (void)w; }
+  // product stay the same, except that with WeightQuant::Fp8 every row is
+  // first rounded to the fp8 grid (ops/fp8_grid.h), on every backend alike.
+  // Default: rounded if asked (weights in f32 or bf16), layout left as it is.
+  virtual void prepare_matmul_weight(OwnedTensor& w, WeightQuant quant = WeightQuant::None);
   // The same for a fused [gate; up] projection [2 I, in] that only
   // matmul_silu_glu reads. Default: prepare_matmul_weight.
-  virtual void prepare_glu_weight(OwnedTensor& w) { prepare_matmul_weight(w); }
+  virtual void prepare_glu_weight(OwnedTensor& w, WeightQuant quant = WeightQuant::None) {
+    prepare_matmul_weight(w, quant);
+  }
+  // A prepared weight's values back in row-major order: dst [w.rows, w.cols]
+  // in the weight dtype (a copy of a model's weight to prepare differently,
+  // such as a quantized drafter's lm head). Default: copy().
+  virtual void matmul_weight_rows(const Tensor& w, const Tensor& dst) { copy(w, dst); }
   // y = x / sqrt(mean(x^2) + eps) * w, per row. x f32 (the residual stream)
   // or the activation dtype, y the activation dtype; y may be x when they match.
   virtual void rmsnorm(const Tensor& x, const Tensor& w, const Tensor& y, float eps) = 0;

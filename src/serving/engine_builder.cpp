@@ -128,10 +128,12 @@ std::unique_ptr<model::DFlashDrafter> load_drafter(const EngineOptions& o, const
                                                    std::FILE* log) {
   const std::string& dir = o.speculative.draft_model;
   if (dir.empty()) return nullptr;
-  if (o.load_format == "dummy") return model::DFlashDrafter::load_dummy(dir, target);
+  const ops::WeightQuant quant =
+      o.speculative.quantization == "fp8" ? ops::WeightQuant::Fp8 : ops::WeightQuant::None;
+  if (o.load_format == "dummy") return model::DFlashDrafter::load_dummy(dir, target, 2, quant);
   io::Checkpoint checkpoint = io::Checkpoint::open(dir);
   return load_logged(checkpoint, log, [&](const model::LoadProgress& progress) {
-    return model::DFlashDrafter::load(checkpoint, model::load_drafter_model_config(dir), target, progress);
+    return model::DFlashDrafter::load(checkpoint, model::load_drafter_model_config(dir), target, progress, quant);
   });
 }
 

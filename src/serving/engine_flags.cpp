@@ -59,6 +59,12 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f, const std::string& max_num_
                "Draft num_speculative_tokens every step; by default each request's draft length is chosen every step "
                "(0 .. that many) from measured step costs and its acceptance so far (also \"adaptive\":false in "
                "--speculative-config)");
+  f.draft_quantization_option =
+      cmd.add_option("--speculative-draft-model-quantization", f.draft_quantization,
+                     "With --draft-model: fp8 rounds the drafter's weights (and its copy of the lm head) to fp8 at "
+                     "load; drafts cost less and may differ, output does not (also \"quantization\":\"fp8\" in "
+                     "--speculative-config; default: none)")
+          ->type_name("fp8");
   cmd.add_option("--device", e.device,
                  "Where the model runs: cuda, cpu, or auto = cuda when a GPU is visible, else cpu (default: auto)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
@@ -104,7 +110,8 @@ EngineOptions engine_options(const EngineFlags& f) {
   const bool weights = e.load_format != "dummy";
   e.speculative = speculative_setup(if_given(f.draft_model_option, f.draft_model),
                                     if_given(f.num_speculative_tokens_option, f.num_speculative_tokens),
-                                    if_given(f.speculative_config_option, f.speculative_config), weights);
+                                    if_given(f.speculative_config_option, f.speculative_config), weights,
+                                    if_given(f.draft_quantization_option, f.draft_quantization));
   if (f.no_adaptive_speculation) e.speculative.adaptive = false;
   e.model = resolve_model("--model", f.model, {.tokenizer = true, .weights = weights}, f.revision).string();
   return e;

@@ -3,7 +3,7 @@
 // for every command that builds one (`generate`, `serve`), so they are
 // spelled and explained alike, in vLLM's spelling: --model, --revision,
 // --draft-model, --num-speculative-tokens, --speculative-config,
-// --no-adaptive-speculation, --device, --tensor-parallel-size,
+// --no-adaptive-speculation, --speculative-draft-model-quantization (SGLang's), --device, --tensor-parallel-size,
 // --load-format, --gpu-memory-utilization, --enforce-eager,
 // --max-model-len, --max-num-seqs, --max-num-batched-tokens.
 #include <CLI/CLI.hpp>
@@ -21,13 +21,15 @@ struct EngineFlags {
   std::string draft_model, speculative_config;
   int num_speculative_tokens = 0;
   bool no_adaptive_speculation = false;  // draft num_speculative_tokens every step
+  std::string draft_quantization;        // --speculative-draft-model-quantization
   // device, load_format, gpu_memory_utilization, enforce_eager, disable_overlap_schedule,
   // tensor_parallel_size, max_model_len, max_num_seqs, max_num_batched_tokens
   // as given (or the defaults); model and speculative come from engine_options().
   EngineOptions engine;
   // Set by add_engine_flags: which flags were given.
   const CLI::Option *draft_model_option = nullptr, *num_speculative_tokens_option = nullptr,
-                    *speculative_config_option = nullptr, *max_num_seqs_option = nullptr;
+                    *speculative_config_option = nullptr, *max_num_seqs_option = nullptr,
+                    *draft_quantization_option = nullptr;
 };
 
 // Registers the flags on `cmd`, bound to `flags` (whose values are the

@@ -52,9 +52,11 @@ SpeculativeSetup parse_speculative_config(std::string_view text) {
     j.erase(a);
   }
   for (const auto& [key, value] : j.items()) {
-    if (key != "method" && key != "model" && key != "num_speculative_tokens" && key != "revision") {
+    if (key != "method" && key != "model" && key != "num_speculative_tokens" && key != "revision" &&
+        key != "quantization") {
       throw UsageError(fmt::format(
-          "{}: unknown key \"{}\" (supported: method, model, num_speculative_tokens, revision)", kFlag, key));
+          "{}: unknown key \"{}\" (supported: method, model, num_speculative_tokens, revision, quantization)", kFlag,
+          key));
     }
   }
   auto method = j.find("method");
@@ -84,12 +86,30 @@ SpeculativeSetup parse_speculative_config(std::string_view text) {
     }
     setup.revision = r->get<std::string>();
   }
+  if (auto q = j.find("quantization"); q != j.end() && !q->is_null()) {
+    if (!q->is_string() || q->get<std::string>() != "fp8") {
+      throw UsageError(fmt::format(
+          "{}: \"quantization\" must be \"fp8\" (the drafter's weights rounded to fp8 at load) or null, got {}",
+          kFlag, q->dump()));
+    }
+    setup.quantization = "fp8";
+  }
   return setup;
 }
 
 SpeculativeSetup speculative_setup(const std::optional<std::string>& draft_model,
                                    const std::optional<int>& num_speculative_tokens,
-                                   const std::optional<std::string>& speculative_config, bool drafter_weights) {
+                                   const std::optional<std::string>& speculative_config, bool drafter_weights,
+                                   const std::optional<std::string>& draft_quantization) {
+  if (draft_quantization && *draft_quantization != "fp8")
+    throw UsageError(fmt::format("--speculative-draft-model-quantization: expected fp8, got {}", *draft_quantization));
+  if (speculative_config && draft_quantization) {
+    throw UsageError(
+        "--speculative-config sets the drafter's quantization itself (\"quantization\": \"fp8\"); "
+        "do not combine it with --speculative-draft-model-quantization");
+  }
+  if (draft_quantization && !draft_model)
+    throw UsageError("--speculative-draft-model-quantization needs --draft-model DIR (the DFlash drafter)");
   if (speculative_config && (draft_model || num_speculative_tokens)) {
     throw UsageError(
         "--speculative-config already names the drafter and num_speculative_tokens; "
@@ -110,6 +130,7 @@ SpeculativeSetup speculative_setup(const std::optional<std::string>& draft_model
   if (draft_model) {
     setup.draft_model = require_drafter_dir("--draft-model", *draft_model, "main", drafter_weights).string();
     setup.num_speculative_tokens = num_speculative_tokens;
+    if (draft_quantization) setup.quantization = *draft_quantization;
   }
   return setup;
 }

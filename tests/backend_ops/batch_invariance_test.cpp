@@ -52,6 +52,10 @@ class BatchInvariance : public ::testing::TestWithParam<std::string> {
     be_->upload(t.t, v.data(), DType::I32);
     return t;
   }
+  // The two tests below, once per weight quantization (plain, and fp8: a
+  // quantized drafter's, which CUDA reads from fp8 codes up to 16 rows).
+  void attention_inputs(WeightQuant quant);
+  void glu_rows(WeightQuant quant);
   std::shared_ptr<Backend> be_;
 };
 
@@ -94,17 +98,61 @@ TEST_P(BatchInvariance, MatmulRowDoesNotDependOnRowCount) {
   }
 }
 
+// A quantized drafter's weight (WeightQuant::Fp8): every row count must give
+// the bits of a plain row-major weight holding the rounded values, whether
+// the backend reads them as bf16 tiles or (CUDA, up to 16 rows) widens them
+// from their fp8 codes.
+TEST_P(BatchInvariance, Fp8MatmulRowsAreThoseOfTheRoundedWeight) {
+  Backend& be = *be_;
+  const DType dt = be.activation_dtype();
+  struct Shape {
+    int64_t in, out;
+    bool f32;
+  };
+  for (const Shape s : {Shape{4096, 6144, false}, {392, 1001, false}, {20480, 4096, false}, {4096, 32768, true}}) {
+    if (GetParam() == "cpu" && (s.f32 || s.in * s.out > 1'000'000)) continue;  // the CPU: its rounding and rows only
+    const int64_t in = s.in, out = s.out, n = GetParam() == "cpu" ? 40 : 300;
+    const DType yt = s.f32 ? DType::F32 : dt;
+    auto x = upload(random_vec(static_cast<size_t>(n * in), 3), n, in, dt);
+    auto w = upload(random_vec(static_cast<size_t>(out * in), 4, 0.02f), out, in, be.weight_dtype());
+    be.prepare_matmul_weight(w, WeightQuant::Fp8);
+    ASSERT_EQ(w.t.quant, WeightQuant::Fp8);
+    auto rounded = be.alloc_tensor(be.weight_dtype(), out, in);
+    be.matmul_weight_rows(w.t, rounded.t);
+    auto y = be.alloc_tensor(yt, n, out);
+    be.matmul(x.t, rounded.t, nullptr, y.t);
+    const auto all = download(be, y.t);
+    for (int64_t rows : {1, 2, 15, 16, 17, 40, 300}) {
+      if (rows > n) continue;
+      for (int64_t r0 : {int64_t{0}, n - rows}) {
+        auto part = be.alloc_tensor(yt, rows, out);
+        be.matmul(x.t.row_slice(r0, rows), w.t, nullptr, part.t);
+        EXPECT_TRUE(same_bits(download(be, part.t).data(), all.data() + r0 * out, rows * out))
+            << in << "x" << out << ": rows [" << r0 << ", " << r0 + rows
+            << ") over the fp8 weight differ from the same rows over its rounded values";
+      }
+    }
+  }
+}
+
 // A row's attention inputs (matmul_rope_store_kv: q rotated in qkv, k and v
 // in the pool) must not depend on the row count either: CUDA finishes calls
 // of up to 16 rows (decode, verify) in the qkv GEMM's fold and longer ones
 // with the separate rope kernel, and the two must agree bit for bit.
 TEST_P(BatchInvariance, AttentionInputsDoNotDependOnRowCount) {
+  for (const WeightQuant quant : {WeightQuant::None, WeightQuant::Fp8}) {
+    SCOPED_TRACE(std::string("weight quantization ") + weight_quant_name(quant));
+    attention_inputs(quant);
+  }
+}
+
+void BatchInvariance::attention_inputs(WeightQuant quant) {
   Backend& be = *be_;
   const DType dt = be.activation_dtype(), wt = be.weight_dtype();
   const int64_t hidden = 4096, nh = 32, nkv = 8, hd = 128, kv = nkv * hd, width = (nh + 2 * nkv) * hd, n = 48;
   auto x = upload(random_vec(static_cast<size_t>(n * hidden), 11), n, hidden, dt);
   auto w = upload(random_vec(static_cast<size_t>(width * hidden), 12, 0.02f), width, hidden, wt);
-  be.prepare_matmul_weight(w);
+  be.prepare_matmul_weight(w, quant);
   auto q_norm = upload(random_vec(hd, 13), 1, hd, wt), k_norm = upload(random_vec(hd, 14), 1, hd, wt);
   std::vector<float> inv_freq(hd / 2);
   for (int64_t i = 0; i < hd / 2; ++i)
@@ -148,12 +196,19 @@ TEST_P(BatchInvariance, AttentionInputsDoNotDependOnRowCount) {
 // straight into silu_glu's output and runs longer calls through gate_up in
 // runs of 64 and the silu kernel.
 TEST_P(BatchInvariance, GluRowDoesNotDependOnRowCount) {
+  for (const WeightQuant quant : {WeightQuant::None, WeightQuant::Fp8}) {
+    SCOPED_TRACE(std::string("weight quantization ") + weight_quant_name(quant));
+    glu_rows(quant);
+  }
+}
+
+void BatchInvariance::glu_rows(WeightQuant quant) {
   Backend& be = *be_;
   const DType dt = be.activation_dtype();
   const int64_t in = 4096, inter = 12288, n = 48;
   auto x = upload(random_vec(static_cast<size_t>(n * in), 21), n, in, dt);
   auto w = upload(random_vec(static_cast<size_t>(2 * inter * in), 22, 0.02f), 2 * inter, in, be.weight_dtype());
-  be.prepare_glu_weight(w);
+  be.prepare_glu_weight(w, quant);
   const auto run = [&](int64_t r0, int64_t rows) {
     auto gate_up = be.alloc_tensor(dt, rows, 2 * inter), out = be.alloc_tensor(dt, rows, inter);
     be.matmul_silu_glu(x.t.row_slice(r0, rows), w.t, gate_up.t, out.t);

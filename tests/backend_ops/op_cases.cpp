@@ -365,6 +365,19 @@ std::vector<OpCase> op_cases(DType dtype) {
     matmul(7, {384, 8192}, true, false, true, tiled);
     matmul(3, {1024, 384}, false, false, false, tiled);
   }
+  // A quantized drafter's weights (rounded to fp8 on both sides): the CUDA
+  // streamer reads their fp8 codes up to 16 rows, the bf16 tiles past that;
+  // the drafter's lm head over a 15-row block's drafts; padded rows and k's.
+  auto matmul_fp8 = [&](int64_t n, Mm s, bool bias, bool f32) {
+    OpCase c{.op = Op::Matmul, .n = n, .dim = s.in, .out = s.out, .bias = bias, .f32 = f32, .tiled = true, .fp8 = true};
+    c.name = "matmul_fp8_n" + S(n) + "_" + S(s.in) + "x" + S(s.out) + (bias ? "_bias" : "") + (f32 ? "_f32out" : "");
+    add(c);
+  };
+  for (int64_t n : {1, 16, 17, 200})
+    for (Mm s : {Mm{4096, 6144}, Mm{12288, 4096}, Mm{20480, 4096}}) matmul_fp8(n, s, false, false);
+  matmul_fp8(15, {4096, 151936}, false, true);
+  matmul_fp8(5, {392, 1001}, true, false);
+  matmul_fp8(16, {384, 1152}, false, false);
 
   // ---- rmsnorm / add_rmsnorm
   auto rmsnorm = [&](int64_t n, int64_t dim, bool strided, bool in_place, bool f32 = false) {
@@ -462,6 +475,11 @@ std::vector<OpCase> op_cases(DType dtype) {
              (r.norm ? "" : "_nonorm") + (r.bias ? "_bias" : "") + (r.factor != 1.0f ? "_yarn" : "") + "_" +
              seqs_label(r.seqs);
     add(c);
+    if (r.seqs.size() == 1 && r.seqs[0].rows == 16) {  // a drafter's block over fp8 weights
+      c.fp8 = true;
+      c.name += "_fp8";
+      add(c);
+    }
   }
 
   // ---- matmul_silu_glu: the gate_up projection and silu_glu in one call.
@@ -476,6 +494,11 @@ std::vector<OpCase> op_cases(DType dtype) {
     OpCase c{.op = Op::MatmulSiluGlu, .n = g.n, .dim = g.in, .out = g.inter};
     c.name = "matmul_silu_glu_n" + S(g.n) + "_" + S(g.in) + "x" + S(g.inter);
     add(c);
+    if (g.n == 16 || g.n == 40) {  // fp8 weights: the fold over their codes, and the bf16 path past 16 rows
+      c.fp8 = true;
+      c.name += "_fp8";
+      add(c);
+    }
   }
 
   // ---- silu_glu: Qwen3-8B's and -0.6B's intermediate sizes.
@@ -902,7 +925,7 @@ void Bound::setup(const OpCase& c, const CaseData& d) {
     case Op::Matmul: {
       const Tensor x = x_view(act);
       put(wt, c.out, c.dim, d.w);
-      if (c.tiled) be_.prepare_matmul_weight(keep_.back());
+      if (c.tiled) be_.prepare_matmul_weight(keep_.back(), c.fp8 ? WeightQuant::Fp8 : WeightQuant::None);
       const Tensor w = keep_.back().t;
       const Tensor bias = c.bias ? put(wt, 1, c.out, d.bias) : Tensor{};
       const Tensor y = poisoned(c.f32 ? DType::F32 : act, n, c.out);
@@ -968,7 +991,7 @@ void Bound::setup(const OpCase& c, const CaseData& d) {
       const int64_t rows = d.attn.n_rows, kv_w = c.kv_heads * hd;
       const Tensor x = put(act, rows, c.dim, d.x);
       put(wt, qkv_w, c.dim, d.w);
-      be_.prepare_matmul_weight(keep_.back());
+      be_.prepare_matmul_weight(keep_.back(), c.fp8 ? WeightQuant::Fp8 : WeightQuant::None);
       const Tensor w = keep_.back().t;
       const Tensor bias = c.bias ? put(wt, 1, qkv_w, d.bias) : Tensor{};
       const Tensor qkv = poisoned(act, rows, qkv_w);
@@ -991,7 +1014,7 @@ void Bound::setup(const OpCase& c, const CaseData& d) {
     case Op::MatmulSiluGlu: {
       const Tensor x = put(act, n, c.dim, d.x);
       put(wt, 2 * c.out, c.dim, d.w);
-      be_.prepare_glu_weight(keep_.back());
+      be_.prepare_glu_weight(keep_.back(), c.fp8 ? WeightQuant::Fp8 : WeightQuant::None);
       const Tensor w = keep_.back().t;
       const Tensor gate_up = poisoned(act, n, 2 * c.out), out = poisoned(act, n, c.out);
       op_ = [this, x, w, gate_up, out] { be_.matmul_silu_glu(x, w, gate_up, out); };

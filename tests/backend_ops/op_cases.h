@@ -64,6 +64,7 @@ struct OpCase {
                           // embedding: f32 out, rmsnorm: f32 x (the residual stream)
   bool in_place = false;  // rmsnorm: y is x
   bool tiled = false;     // matmul: w handed to Backend::prepare_matmul_weight, as the models' weights are
+  bool fp8 = false;       // matmul*: ... with WeightQuant::Fp8 (a quantized drafter's weights), on both sides
   bool norm = true;       // (matmul_)rope_store_kv: with per-head norm weights (Qwen3) or without (Llama)
   bool ties = false;      // argmax: every row's maximum appears twice
   int64_t offset = -1;    // argmax: >= 0 runs argmax_key, x being the vocabulary shard at this offset

@@ -83,7 +83,9 @@ TEST_F(Gpu, DrafterLogitsMatchCpu) {
   cpu_models.target->forward(ids, cache, logits);
   const std::vector<float> taps = cpu_models.target->taps();  // the same context features for both backends
   cpu_models.target->set_tap_layers({});
-  for (const std::string name : {"drafter-full", "drafter-swa"}) {
+  // drafter-full-fp8: the same drafter rounded to fp8 on both backends (the
+  // GPU's 16-row calls reading its fp8 codes).
+  for (const std::string name : {"drafter-full", "drafter-swa", "drafter-full-fp8"}) {
     std::vector<float> cpu, gpu;
     const auto n = static_cast<int64_t>(ids.size());
     cpu_models.drafter(name).draft_contiguous(taps.data(), n, ids.back(), 16, cpu);
@@ -135,9 +137,11 @@ TEST_P(GpuLossless, DFlashGreedyEqualsPlainGreedy) {
 
 INSTANTIATE_TEST_SUITE_P(Shipped, GpuLossless,
                          ::testing::Values(Mode{"drafter-full", 1}, Mode{"drafter-full", 8}, Mode{"drafter-swa", 1},
-                                           Mode{"drafter-swa", 8}),
+                                           Mode{"drafter-swa", 8}, Mode{"drafter-full-fp8", 1},
+                                           Mode{"drafter-full-fp8", 8}),
                          [](const auto& info) {
-                           return std::string(info.param.drafter == std::string("drafter-full") ? "Full" : "Swa") +
+                           const std::string d = info.param.drafter;
+                           return std::string(d == "drafter-full" ? "Full" : d == "drafter-swa" ? "Swa" : "FullFp8") +
                                   "_" + std::to_string(info.param.running);
                          });
 

@@ -26,6 +26,7 @@ ShippedModels& shipped(const std::string& device) {
     for (int64_t id : io::load_generation_config(dir).eos_token_ids) s->eos.push_back(static_cast<int32_t>(id));
     s->full = model::DFlashDrafter::load(models_dir() / "drafter-full", *s->target);
     s->swa = model::DFlashDrafter::load(models_dir() / "drafter-swa", *s->target);
+    s->full_fp8 = model::DFlashDrafter::load(models_dir() / "drafter-full", *s->target, {}, ops::WeightQuant::Fp8);
     m = s;
   }
   return *m;

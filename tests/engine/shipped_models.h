@@ -22,7 +22,10 @@ struct ShippedModels {
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;
   std::vector<int32_t> eos;  // generation_config.json's eos_token_id
   std::unique_ptr<model::DFlashDrafter> full, swa;
-  model::DFlashDrafter& drafter(const std::string& name) { return name == "drafter-full" ? *full : *swa; }
+  std::unique_ptr<model::DFlashDrafter> full_fp8;  // drafter-full rounded to fp8 ("quantization": "fp8")
+  model::DFlashDrafter& drafter(const std::string& name) {
+    return name == "drafter-full" ? *full : name == "drafter-full-fp8" ? *full_fp8 : *swa;
+  }
 };
 // Loaded on first use, once per device ("cpu", "cuda": ops::make_backend's names).
 ShippedModels& shipped(const std::string& device = "cpu");

@@ -22,6 +22,9 @@ TEST(SpeculativeConfig, ReadsTheVllmSpelling) {
   EXPECT_FALSE(parse_speculative_config(R"({"method":"dflash","model":"D","adaptive":false})").adaptive);
   EXPECT_EQ(d.revision, "main");  // of a hub id
   EXPECT_EQ(parse_speculative_config(R"({"method":"dflash","model":"Org/D","revision":"v2"})").revision, "v2");
+  EXPECT_EQ(d.quantization, "");  // the drafter's weights as loaded
+  EXPECT_EQ(parse_speculative_config(R"({"method":"dflash","model":"D","quantization":"fp8"})").quantization, "fp8");
+  EXPECT_EQ(parse_speculative_config(R"({"method":"dflash","model":"D","quantization":null})").quantization, "");
 }
 
 void expect_usage_error(const std::string& json, const std::string& needle) {
@@ -47,6 +50,8 @@ TEST(SpeculativeConfig, BadInputIsAUsageErrorSayingWhat) {
   expect_usage_error(R"({"method":"dflash","model":"D","draft_tensor_parallel_size":1})", "unknown key");
   expect_usage_error(R"({"method":"dflash","model":"D","revision":""})", "\"revision\" must be");
   expect_usage_error(R"({"method":"dflash","model":"D","revision":7})", "\"revision\" must be");
+  expect_usage_error(R"({"method":"dflash","model":"D","quantization":"int4"})", "\"quantization\" must be \"fp8\"");
+  expect_usage_error(R"({"method":"dflash","model":"D","quantization":8})", "\"quantization\" must be \"fp8\"");
 }
 
 }  // namespace
@@ -76,6 +81,23 @@ TEST(SpeculativeSetup, EitherSpellingNamesTheDrafterByItsAbsolutePath) {
       speculative_setup(std::nullopt, std::nullopt, R"({"method":"dflash","model":")" + kDrafter + R"("})");
   EXPECT_EQ(json.draft_model, flags.draft_model);
   EXPECT_FALSE(json.num_speculative_tokens.has_value());
+}
+
+TEST(SpeculativeSetup, DraftQuantizationFlag) {
+  EXPECT_EQ(speculative_setup(kDrafter, std::nullopt, std::nullopt, true, "fp8").quantization, "fp8");
+  EXPECT_EQ(speculative_setup(kDrafter, std::nullopt, std::nullopt).quantization, "");
+  const auto error = [](const std::optional<std::string>& draft, const std::optional<std::string>& json,
+                        const std::string& quant, const std::string& needle) {
+    try {
+      speculative_setup(draft, std::nullopt, json, true, quant);
+      ADD_FAILURE() << "accepted " << quant;
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  error(kDrafter, std::nullopt, "int8", "expected fp8");
+  error(std::nullopt, std::nullopt, "fp8", "needs --draft-model");
+  error(std::nullopt, R"({"method":"dflash","model":")" + kDrafter + R"("})", "fp8", "do not combine");
 }
 
 TEST(SpeculativeSetup, ConflictingOrIncompleteFlagsAreUsageErrors) {

@@ -350,29 +350,55 @@ class CudaBackend final : public Backend {
       fail("matmul", "w is " + cuda::describe(w) + ": a [gate; up] weight only matmul_silu_glu reads");
     matmul_->run(x, w, bias, y, stream_);
   }
-  // bf16 weights go tiled (matmul_tiles.h); the row-major copy is freed once copied.
-  void prepare_matmul_weight(OwnedTensor& w) override {
-    if (w.t.dtype != DType::BF16 || w.t.layout != Layout::RowMajor || w.t.empty()) return;
+  // bf16 weights go tiled (matmul_tiles.h); the row-major copy is freed once
+  // copied. Fp8: the rows are rounded in place first, and the fp8 codes of
+  // the same values follow the tiles in the buffer (matmul_tiles.h), for the
+  // 16-row streamer; longer calls read the bf16 tiles.
+  void prepare_matmul_weight(OwnedTensor& w, WeightQuant quant) override {
+    const bool fp8 = quant == WeightQuant::Fp8;
+    if (w.t.empty()) return;
+    if (w.t.dtype != DType::BF16 || w.t.layout != Layout::RowMajor) {
+      if (fp8) fail("prepare_matmul_weight", "fp8 quantization of " + cuda::describe(w.t) + " (a row-major bf16 weight only)");
+      return;
+    }
+    const size_t tiles_bytes = static_cast<size_t>(matmul_tiles_elems(w.t.rows, w.t.cols)) * dtype_size(DType::BF16);
     OwnedTensor tiled;
-    tiled.buffer = alloc(static_cast<size_t>(matmul_tiles_elems(w.t.rows, w.t.cols)) * dtype_size(DType::BF16));
+    tiled.buffer = alloc(tiles_bytes + (fp8 ? static_cast<size_t>(fp8_twin_bytes(w.t.rows, w.t.cols)) : 0));
     tiled.t = w.t;
     tiled.t.data = tiled.buffer.data();
     tiled.t.ld = w.t.cols;
     tiled.t.layout = Layout::MatmulTiles;
-    pack_matmul_tiles(w.t, tiled.t.data, stream_);
-    synchronize();
+    if (fp8) {
+      const Buffer exps = alloc(static_cast<size_t>(w.t.rows));
+      round_rows_fp8(w.t, static_cast<int8_t*>(exps.data()), stream_);
+      pack_fp8_twin(w.t, static_cast<const int8_t*>(exps.data()), static_cast<char*>(tiled.buffer.data()) + tiles_bytes,
+                    stream_);
+      tiled.t.quant = WeightQuant::Fp8;
+      pack_matmul_tiles(w.t, tiled.t.data, stream_);
+      synchronize();  // before exps goes
+    } else {
+      pack_matmul_tiles(w.t, tiled.t.data, stream_);
+      synchronize();
+    }
     w = std::move(tiled);
+  }
+  void matmul_weight_rows(const Tensor& w, const Tensor& dst) override {
+    expect_shape(dst, w.rows, w.cols, "matmul_weight_rows", "dst");
+    if (w.layout == Layout::RowMajor) return copy(w, dst);
+    if (w.layout != Layout::MatmulTiles)
+      fail("matmul_weight_rows", "w is " + cuda::describe(w) + ": a [gate; up] weight only matmul_silu_glu reads");
+    unpack_matmul_tiles(w.data, dst, stream_);
   }
   // The [gate; up] rows regrouped in runs of kGluRun (gate run j, then up
   // run j), then tiled: one 128-row tile of the product holds both halves of
   // 64 outputs, which the GEMM's split fold finishes (Matmul::run_glu).
   // Otherwise (an odd intermediate size, a strided view): a plain tiled
   // weight, and matmul_silu_glu runs the two ops.
-  void prepare_glu_weight(OwnedTensor& w) override {
+  void prepare_glu_weight(OwnedTensor& w, WeightQuant quant) override {
     const int64_t inter = w.t.rows / 2;
     if (w.t.dtype != DType::BF16 || w.t.layout != Layout::RowMajor || w.t.empty() || w.t.rows % 2 != 0 ||
         inter % kGluRun != 0 || w.t.ld != w.t.cols)
-      return prepare_matmul_weight(w);
+      return prepare_matmul_weight(w, quant);
     OwnedTensor runs = alloc_tensor(DType::BF16, w.t.rows, w.t.cols);
     const size_t run = static_cast<size_t>(kGluRun * w.t.cols) * dtype_size(DType::BF16);
     const auto* src = static_cast<const char*>(w.t.data);
@@ -385,7 +411,7 @@ class CudaBackend final : public Backend {
           "prepare_glu_weight: up runs");
     synchronize();
     w = std::move(runs);
-    prepare_matmul_weight(w);
+    prepare_matmul_weight(w, quant);
     w.t.layout = Layout::GluTiles;
   }
   void rmsnorm(const Tensor& x, const Tensor& w, const Tensor& y, float eps) override {

@@ -10,6 +10,10 @@
 // Rows128 runs as two warpgroups issuing wgmma over the same chain, fed by a
 // third that only loads (H100, M = 2048: 286-397 TFLOP/s against 200-242
 // with mma.sync; bench/gemm_proto.sh prefill, bench/gemm_notes.md).
+// Over a WeightQuant::Fp8 weight the streamer (FP8) reads the fp8 codes
+// instead of the bf16 tiles, half the bytes, and widens each lane's
+// fragments to the very bf16 values the tiles hold (fp8_pair), so the chain
+// and every bit of y stay those of the bf16 path.
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -218,6 +222,32 @@ __device__ __forceinline__ void load_tile(uint32_t dst, const bf16* src, int tid
   }
 }
 
+// The same for a stage of fp8 codes: BYTES bytes, 16 a copy.
+template <int BYTES, int THREADS>
+__device__ __forceinline__ void load_bytes(uint32_t dst, const unsigned char* src, int tid) {
+  constexpr int kChunks = BYTES / 16;
+#pragma unroll
+  for (int j = 0; j < (kChunks + THREADS - 1) / THREADS; ++j) {
+    const int i = tid + j * THREADS;
+    if (kChunks % THREADS != 0 && i >= kChunks) break;
+    cp_async16(dst + static_cast<uint32_t>(i * 16), src + i * 16, 16);
+  }
+}
+
+// Two fp8 codes of `codes` (the bytes `sel` picks into the high byte of each
+// half) as the bf16 pair they stand for. The code's bits shifted into a
+// bf16 (sign to sign, its 4 exponent bits to the exponent field's low bits,
+// its 3 mantissa bits to the top of the mantissa) are its value times
+// 2^-120, a normal bf16 or zero (the grid has no subnormals: ops/fp8_grid.h);
+// times scale2 = 2^(120 + e) for both halves, that is the row's value,
+// exactly (a power of two, the result normal).
+__device__ __forceinline__ uint32_t fp8_pair(uint32_t codes, uint32_t sel, uint32_t scale2) {
+  const uint32_t v = __byte_perm(codes, 0u, sel);
+  const uint32_t t = ((v >> 4) & 0x07f007f0u) | (v & 0x80008000u);
+  __nv_bfloat162 r = __hmul2(reinterpret_cast<const __nv_bfloat162&>(t), reinterpret_cast<const __nv_bfloat162&>(scale2));
+  return reinterpret_cast<const uint32_t&>(r);
+}
+
 // Block index -> output tile, m fastest within groups of 16 row tiles, so
 // that blocks running together share weight tiles (and x stays in L2).
 __device__ __forceinline__ void tile_of(int id, int m_tiles, int n_tiles, int& mt, int& nt) {
@@ -368,11 +398,12 @@ __device__ __forceinline__ void glu_fold(const GemmArgs& a, const float* const (
 }
 
 // TILED: w is a tiled weight (a.w_tiles), read by ldmatrix from its core
-// matrices; else row-major, in planes.
-template <class S, class Y, Mode MODE, bool TILED, Epilogue EPI = Epilogue::Store>
+// matrices; else row-major, in planes. FP8: its fp8 codes (a.w8) instead.
+template <class S, class Y, Mode MODE, bool TILED, Epilogue EPI = Epilogue::Store, bool FP8 = false>
 __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(const GemmArgs a) {
   static_assert(EPI == Epilogue::Store || (std::is_same_v<Y, bf16> && MODE == Mode::Split && TILED),
                 "fused epilogues: bf16 y, split, tiled w");
+  static_assert(!FP8 || (TILED && !S::WGMMA && !S::PRODUCER && S::BK == kTileK), "fp8 codes: the mma.sync chain");
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, q = lane & 3;
@@ -398,9 +429,13 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
   };
   // A tiled weight's strip starts n0 * ldw elements in (ldw: its k's per
   // row, padded), and its stage kt BN * BK elements after the one before.
+  // The fp8 codes' strips are ldw bytes a row apart, a stage BN * BK bytes.
+  const unsigned char* w8 = static_cast<const unsigned char*>(a.w8) + static_cast<int64_t>(n0) * a.ldw;
   const auto load_w = [&](int stage, int kt) {
     const uint32_t dst = base + stage * S::kStageBytes + S::kXBytes;
-    if constexpr (TILED)
+    if constexpr (FP8)
+      load_bytes<S::BN * S::BK, S::kThreads>(dst, w8 + static_cast<int64_t>(kt) * S::BN * S::BK, tid);
+    else if constexpr (TILED)
       load_tile<S::BN * S::BK, S::kThreads>(dst, w + static_cast<int64_t>(kt) * S::BN * S::BK, tid);
     else
       load_rows<S::BN, S::kThreads, S::BK>(dst, w, a.ldw, w_rows, kt * S::BK, K, tid);
@@ -413,6 +448,15 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
     for (int j = 0; j < S::NT; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+  // FP8: the bf16 pair 2^(120 + e) for the row of each of this lane's n tiles (fp8_pair).
+  uint32_t scale2[FP8 ? S::NT : 1];
+  if constexpr (FP8) {
+#pragma unroll
+    for (int j = 0; j < S::NT; ++j) {
+      const uint32_t field = static_cast<uint32_t>(247 + a.w8_exp[n0 + wn * S::kWarpCols + j * 8 + g]);
+      scale2[j] = (field << 7) | (field << 23);
+    }
+  }
   float* total = reinterpret_cast<float*>(smem + S::kSmemBytes) + tid;  // Folded mode only
   const auto total_at = [&](int i, int j, int e) -> float& { return total[((i * S::NT + j) * 4 + e) * S::kThreads]; };
 
@@ -464,7 +508,13 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
         }
 #pragma unroll
         for (int j = 0; j < S::NT; ++j) {
-          if constexpr (TILED) {
+          if constexpr (FP8) {
+            // Row group c / 8, block b, this lane: its 8 codes (matmul_tiles.h).
+            const int c = wn * S::kWarpCols + j * 8;
+            const uint2 raw = *reinterpret_cast<const uint2*>(sw + (((c / 8) * 2 + b) * 32 + lane) * 8);
+            bw[j] = make_uint4(fp8_pair(raw.x, 0x1404u, scale2[j]), fp8_pair(raw.x, 0x3424u, scale2[j]),
+                               fp8_pair(raw.y, 0x1404u, scale2[j]), fp8_pair(raw.y, 0x3424u, scale2[j]));
+          } else if constexpr (TILED) {
             // Block b of the stage, row group c / 8: matrices (half 0, core 0),
             // (0, 1), (1, 0), (1, 1) give b0, b1 of the first mma, then of the second.
             const int c = wn * S::kWarpCols + j * 8;
@@ -655,7 +705,7 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
 }
 
 // The kernel's dynamic shared memory, opted in once per device (more than 48 KB needs it).
-template <class S, class Y, Mode MODE, bool TILED, Epilogue EPI = Epilogue::Store>
+template <class S, class Y, Mode MODE, bool TILED, Epilogue EPI = Epilogue::Store, bool FP8 = false>
 int configure() {
   const int smem = S::PRODUCER ? S::kBarrierOffset + S::kBarrierBytes
                    : MODE == Mode::Folded ? S::kSmemBytes + S::kTotalBytes
@@ -666,7 +716,7 @@ int configure() {
   check(cudaGetDevice(&device), "gemm: cudaGetDevice");
   const uint64_t bit = uint64_t{1} << (device & 63);
   if (!(configured.load() & bit)) {
-    check(cudaFuncSetAttribute(gemm_kernel<S, Y, MODE, TILED, EPI>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    check(cudaFuncSetAttribute(gemm_kernel<S, Y, MODE, TILED, EPI, FP8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                smem),
           "gemm: cudaFuncSetAttribute");
     configured.fetch_or(bit);
@@ -674,10 +724,10 @@ int configure() {
   return smem;
 }
 
-template <class S, class Y, Mode MODE, bool TILED, Epilogue EPI = Epilogue::Store>
+template <class S, class Y, Mode MODE, bool TILED, Epilogue EPI = Epilogue::Store, bool FP8 = false>
 void launch_mode(const GemmArgs& a, int slices, cudaStream_t stream) {
-  auto* kernel = gemm_kernel<S, Y, MODE, TILED, EPI>;
-  const int smem = configure<S, Y, MODE, TILED, EPI>();
+  auto* kernel = gemm_kernel<S, Y, MODE, TILED, EPI, FP8>;
+  const int smem = configure<S, Y, MODE, TILED, EPI, FP8>();
   const int64_t tiles = ((a.m + S::BM - 1) / S::BM) * static_cast<int64_t>((a.n + S::BN - 1) / S::BN);
   const dim3 grid(static_cast<unsigned>(tiles), MODE == Mode::Split ? static_cast<unsigned>(slices) : 1u);
   cudaLaunchConfig_t config{};
@@ -697,19 +747,21 @@ void launch_mode(const GemmArgs& a, int slices, cudaStream_t stream) {
   check(cudaLaunchKernelEx(&config, kernel, a), "gemm kernel launch");
 }
 
-template <class S, class Y, bool TILED>
+template <class S, class Y, bool TILED, bool FP8 = false>
 void launch_layout(const GemmArgs& a, cudaStream_t stream) {
   const int slices = (a.k + a.slice - 1) / a.slice;
   if (a.split && slices > 1 && slices <= kMaxSlices)
-    launch_mode<S, Y, Mode::Split, TILED>(a, slices, stream);
+    launch_mode<S, Y, Mode::Split, TILED, Epilogue::Store, FP8>(a, slices, stream);
   else if (slices > 1)
-    launch_mode<S, Y, Mode::Folded, TILED>(a, slices, stream);
+    launch_mode<S, Y, Mode::Folded, TILED, Epilogue::Store, FP8>(a, slices, stream);
   else
-    launch_mode<S, Y, Mode::Whole, TILED>(a, slices, stream);
+    launch_mode<S, Y, Mode::Whole, TILED, Epilogue::Store, FP8>(a, slices, stream);
 }
 
 template <class S, class Y>
 void launch_shape(const GemmArgs& a, cudaStream_t stream) {
+  if constexpr (std::is_same_v<S, ShapeOf<GemmTile::Rows16>>)
+    if (a.w_tiles && a.w8) return launch_layout<S, Y, true, true>(a, stream);
   if (a.w_tiles)
     launch_layout<S, Y, true>(a, stream);
   else
@@ -779,6 +831,10 @@ void launch_gemm(GemmTile tile, const GemmArgs& a, cudaStream_t stream) {
         (a.with_rope && a.with_glu))
       fail("matmul", "a fused epilogue needs a split 16-row call over a tiled weight with bf16 y");
     using S = ShapeOf<GemmTile::Rows16>;
+    if (a.w8) {
+      if (a.with_rope) return launch_mode<S, bf16, Mode::Split, true, Epilogue::Rope, true>(a, slices, stream);
+      return launch_mode<S, bf16, Mode::Split, true, Epilogue::Glu, true>(a, slices, stream);
+    }
     if (a.with_rope) return launch_mode<S, bf16, Mode::Split, true, Epilogue::Rope>(a, slices, stream);
     return launch_mode<S, bf16, Mode::Split, true, Epilogue::Glu>(a, slices, stream);
   }

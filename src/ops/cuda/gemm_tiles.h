@@ -50,6 +50,10 @@ struct GemmArgs {
   int slice = 0;  // k's per slice: gemm_slice(n, k, ...), a multiple of 64
   bool y_f32 = false, bias_f32 = false;
   bool w_tiles = false;  // w is Layout::MatmulTiles: each stage's w tile is one contiguous piece
+  // A WeightQuant::Fp8 tiled weight's codes and row exponents (matmul_tiles.h),
+  // or null: 16-row calls then stream these instead of the bf16 tiles.
+  const void* w8 = nullptr;
+  const int8_t* w8_exp = nullptr;
   // Split mode: each block computes one slice, the blocks of an output tile
   // form a cluster and fold their partials in slice order (at most 8 slices).
   // Without it each block walks all slices itself.

@@ -3,10 +3,12 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include "ops/cuda/checks.h"
 #include "ops/cuda/device.h"
 #include "ops/cuda/gemm_invariant.cuh"
+#include "ops/fp8_grid.h"
 
 namespace flashdraft::ops::cuda {
 namespace {
@@ -32,7 +34,104 @@ __global__ void pack_kernel(const bf16* __restrict__ w, int64_t ld, int64_t n, i
   }
 }
 
+// The inverse of pack_kernel (padding dropped).
+__global__ void unpack_kernel(const bf16* __restrict__ tiled, int64_t n, int64_t k, int64_t tiles,
+                              bf16* __restrict__ w, int64_t ld, int64_t total) {
+  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t per_strip = tiles * kStripRows * kStripTileK;
+    const int64_t s = e / per_strip, in_strip = e % per_strip;
+    const int64_t t = in_strip / (kStripRows * kStripTileK);
+    const int in_tile = static_cast<int>(in_strip % (kStripRows * kStripTileK));
+    const int b = in_tile / (kStripRows * 32), h = in_tile / (kStripRows * 16) % 2;
+    const int ng = in_tile / 128 % 16, c = in_tile / 64 % 2, r = in_tile / 8 % 8, j = in_tile % 8;
+    const int64_t row = s * kStripRows + ng * 8 + r;
+    const int64_t col = t * kStripTileK + b * 32 + gemm::chain_k(h, 8 * c + j);
+    if (row < n && col < k) w[row * ld + col] = tiled[e];
+  }
+}
+
+// One block per row: the row's largest magnitude, its exponent, the row rounded.
+__global__ void round_rows_kernel(bf16* __restrict__ w, int64_t ld, int64_t k, int8_t* __restrict__ exps) {
+  __shared__ uint32_t absmax;
+  if (threadIdx.x == 0) absmax = 0;
+  __syncthreads();
+  bf16* row = w + blockIdx.x * ld;
+  uint32_t mine = 0;
+  for (int64_t c = threadIdx.x; c < k; c += blockDim.x) mine = max(mine, fp8::magnitude(__bfloat162float(row[c])));
+  atomicMax(&absmax, mine);  // magnitudes compare as their bits
+  __syncthreads();
+  const int e = fp8::row_exponent(absmax);
+  if (threadIdx.x == 0) exps[blockIdx.x] = static_cast<int8_t>(e);
+  for (int64_t c = threadIdx.x; c < k; c += blockDim.x)
+    row[c] = __float2bfloat16_rn(fp8::round(__bfloat162float(row[c]), e));  // exact: 3 mantissa bits
+}
+
+// One thread per code byte (matmul_tiles.h: strip, tile, 8-row group, block,
+// lane (g, q), byte i: half i / 4, chain position 2q + i % 2 (+ 8 for i % 4 >= 2)).
+__global__ void pack_fp8_kernel(const bf16* __restrict__ w, int64_t ld, int64_t n, int64_t k, int64_t tiles,
+                                const int8_t* __restrict__ exps, uint8_t* __restrict__ out, int64_t total) {
+  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t per_strip = tiles * kStripRows * kStripTileK;
+    const int64_t s = e / per_strip, in_strip = e % per_strip;
+    const int64_t t = in_strip / (kStripRows * kStripTileK);
+    const int in_tile = static_cast<int>(in_strip % (kStripRows * kStripTileK));
+    const int ng = in_tile / 512, b = in_tile / 256 % 2, lane = in_tile / 8 % 32, i = in_tile % 8;
+    const int g = lane / 4, q = lane % 4;
+    const int logical = 2 * q + i % 2 + (i % 4 >= 2 ? 8 : 0);
+    const int64_t row = s * kStripRows + ng * 8 + g;
+    const int64_t col = t * kStripTileK + b * 32 + gemm::chain_k(i / 4, logical);
+    out[e] = row < n && col < k ? fp8::encode(__bfloat162float(w[row * ld + col]), exps[row]) : 0;
+  }
+}
+
+__global__ void pad_exps_kernel(const int8_t* __restrict__ exps, int64_t n, int8_t* __restrict__ out, int64_t total) {
+  for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; r < total;
+       r += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    out[r] = r < n ? exps[r] : 0;
+}
+
+unsigned grid_for(int64_t total) { return static_cast<unsigned>(std::min<int64_t>((total + 255) / 256, 65535)); }
+
 }  // namespace
+
+int64_t fp8_codes_bytes(int64_t n, int64_t k) { return matmul_tiles_elems(n, k); }
+int64_t fp8_twin_bytes(int64_t n, int64_t k) {
+  return fp8_codes_bytes(n, k) + (n + kStripRows - 1) / kStripRows * kStripRows;
+}
+
+void unpack_matmul_tiles(const void* tiled, const Tensor& dst, cudaStream_t stream) {
+  expect_tensor(dst, DType::BF16, "unpack_matmul_tiles", "dst");
+  const int64_t total = matmul_tiles_elems(dst.rows, dst.cols);
+  if (total == 0) return;
+  unpack_kernel<<<grid_for(total), 256, 0, stream>>>(static_cast<const bf16*>(tiled), dst.rows, dst.cols,
+                                                     matmul_tiles_k(dst.cols) / kStripTileK, dst.as<bf16>(),
+                                                     row_pitch(dst), total);
+  check(cudaGetLastError(), "unpack_matmul_tiles launch");
+}
+
+void round_rows_fp8(const Tensor& w, int8_t* exps, cudaStream_t stream) {
+  expect_tensor(w, DType::BF16, "round_rows_fp8", "w");
+  if (w.empty()) return;
+  if (w.rows > INT32_MAX) fail("round_rows_fp8", "w is " + describe(w) + ": too many rows");
+  round_rows_kernel<<<static_cast<unsigned>(w.rows), 256, 0, stream>>>(w.as<bf16>(), row_pitch(w), w.cols, exps);
+  check(cudaGetLastError(), "round_rows_fp8 launch");
+}
+
+void pack_fp8_twin(const Tensor& w, const int8_t* exps, void* dst, cudaStream_t stream) {
+  expect_tensor(w, DType::BF16, "pack_fp8_twin", "w");
+  const int64_t total = fp8_codes_bytes(w.rows, w.cols);
+  if (total == 0) return;
+  auto* out = static_cast<uint8_t*>(dst);
+  pack_fp8_kernel<<<grid_for(total), 256, 0, stream>>>(w.as<const bf16>(), row_pitch(w), w.rows, w.cols,
+                                                       matmul_tiles_k(w.cols) / kStripTileK, exps, out, total);
+  check(cudaGetLastError(), "pack_fp8_twin launch");
+  const int64_t padded = fp8_twin_bytes(w.rows, w.cols) - total;
+  pad_exps_kernel<<<grid_for(padded), 256, 0, stream>>>(exps, w.rows, reinterpret_cast<int8_t*>(out + total),
+                                                        padded);
+  check(cudaGetLastError(), "pack_fp8_twin launch");
+}
 
 int64_t matmul_tiles_elems(int64_t n, int64_t k) {
   return (n + kStripRows - 1) / kStripRows * kStripRows * matmul_tiles_k(k);

@@ -31,5 +31,24 @@ int64_t matmul_tiles_elems(int64_t n, int64_t k);
 inline int64_t matmul_tiles_k(int64_t k) { return (k + kStripTileK - 1) / kStripTileK * kStripTileK; }
 // Writes w (a row-major bf16 CUDA view) tiled into dst (matmul_tiles_elems elements of bf16).
 void pack_matmul_tiles(const Tensor& w, void* dst, cudaStream_t stream);
+// The inverse: a tiled copy of a dst.rows x dst.cols weight back into dst (row-major bf16).
+void unpack_matmul_tiles(const void* tiled, const Tensor& dst, cudaStream_t stream);
+
+// A WeightQuant::Fp8 weight's buffer holds, after its bf16 tiles, the same
+// values as fp8 codes (ops/fp8_grid.h) for the 16-row weight streamer, then
+// each padded row's scale exponent (int8, 0 for padding). The codes follow
+// the strips and 64-k tiles above; inside a tile, 8-row groups, then its two
+// chain blocks, then the 32 lanes of a warp, 8 bytes each: lane (g, q)'s
+// mma B fragments of row g for the block (chain positions 2q, 2q + 1,
+// 2q + 8, 2q + 9 of the block's first mma, then the same of its second), so
+// a lane's fragments for one block are one 8-byte load, conflict-free.
+int64_t fp8_codes_bytes(int64_t n, int64_t k);   // the codes (n and k padded as the tiles are)
+int64_t fp8_twin_bytes(int64_t n, int64_t k);    // codes and exponents
+// Rounds every row of w (row-major bf16) in place to the fp8 grid; exps[r]:
+// row r's scale exponent (w.rows of them).
+void round_rows_fp8(const Tensor& w, int8_t* exps, cudaStream_t stream);
+// Writes the codes of w (rounded by round_rows_fp8, exponents exps) and the
+// padded exponents into dst (fp8_twin_bytes bytes).
+void pack_fp8_twin(const Tensor& w, const int8_t* exps, void* dst, cudaStream_t stream);
 
 }  // namespace flashdraft::ops::cuda
