@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <functional>
 
 #include "core/error.h"
@@ -130,6 +131,8 @@ std::unique_ptr<model::DFlashDrafter> load_drafter(const EngineOptions& o, const
   if (dir.empty()) return nullptr;
   const ops::WeightQuant quant =
       o.speculative.quantization == "fp8" ? ops::WeightQuant::Fp8 : ops::WeightQuant::None;
+  if (log && quant == ops::WeightQuant::Fp8)
+    std::fprintf(log, "flashdraft: the drafter's weights and its copy of the lm head are rounded to fp8 as they load\n");
   if (o.load_format == "dummy") return model::DFlashDrafter::load_dummy(dir, target, 2, quant);
   io::Checkpoint checkpoint = io::Checkpoint::open(dir);
   return load_logged(checkpoint, log, [&](const model::LoadProgress& progress) {

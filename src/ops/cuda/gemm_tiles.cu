@@ -87,13 +87,16 @@ constexpr int kProducerThreads = 128;
 // by the whole w tile with wgmma (tiled weights on sm_90a; the same bits as
 // the mma.sync chain, gemm_invariant.cuh), which needs WN = 1, 16 rows a warp.
 // PRODUCER: one more warpgroup only loads (a tiled weight's stages).
+// W_BYTES: bytes of a w element in shared memory (1: fp8 codes, whose stages
+// span two 64-k tiles: BK 128).
 template <int BM_, int BN_, int WM_, int WN_, int STAGES_, int BK_ = kTileK, int MIN_BLOCKS_ = 1, bool WGMMA_ = false,
-          bool PRODUCER_ = false>
+          bool PRODUCER_ = false, int W_BYTES_ = 2>
 struct Shape {
   static constexpr int BM = BM_, BN = BN_, WM = WM_, WN = WN_, STAGES = STAGES_, BK = BK_;
-  static constexpr int MIN_BLOCKS = MIN_BLOCKS_;
+  static constexpr int MIN_BLOCKS = MIN_BLOCKS_, W_BYTES = W_BYTES_;
   static constexpr bool WGMMA = WGMMA_, PRODUCER = PRODUCER_;
-  static_assert(BK % kBlockK == 0 && kTileK % BK == 0, "slices must be whole tiles");
+  static_assert(BK % kBlockK == 0 && (kTileK % BK == 0 || (W_BYTES == 1 && BK == 2 * kTileK)),
+                "slices must be whole tiles");
   static_assert(BN == kStripRows && kTileK == kStripTileK && kBlockK * 2 == kStripTileK,
                 "a stage's w tile must be a whole piece of a tiled weight's strip (matmul_tiles.h)");
   static constexpr int kThreads = WM * WN * 32;  // the threads that multiply
@@ -105,7 +108,7 @@ struct Shape {
   // contiguous bytes (no bank conflicts without swizzling). A tiled weight's
   // w tile is its own bytes instead (core matrices, matmul_tiles.h), read by
   // ldmatrix: 8 rows of 16 bytes a phase, conflict-free too.
-  static constexpr int kXBytes = BM * BK * 2, kStageBytes = (BM + BN) * BK * 2;
+  static constexpr int kXBytes = BM * BK * 2, kStageBytes = kXBytes + BN * BK * W_BYTES;
   static constexpr int kSmemBytes = STAGES * kStageBytes;
   // Folded mode keeps each thread's running total in shared memory (words
   // [element][thread], conflict-free) rather than in a second set of registers.
@@ -132,6 +135,12 @@ struct ShapeOf<GemmTile::Rows64> : Shape<64, 128, 2, 4, 3> {};
 template <>
 struct ShapeOf<GemmTile::Rows128>
     : Shape<128, 128, 2, FD_GEMM_R128_WN, FD_GEMM_R128_STAGES, FD_GEMM_R128_BK, FD_GEMM_R128_MINB> {};
+// Rows16 over fp8 codes: a stage is two 64-k tiles (16 KB, as a bf16 stage
+// of one), so a block walks its slice in half the steps; 3 stages keep three
+// blocks a multiprocessor, as Rows16 has (the split clusters must all fit:
+// gemm_split_capacity). The slice must then be a multiple of 128 k's (the
+// models' shapes are; others read the bf16 tiles, same bits).
+using Fp8Rows16 = Shape<16, 128, 1, 8, 3, 2 * kTileK, 1, false, false, 1>;
 // Rows128 on a tiled weight: FD_GEMM_WG_M / 64 warpgroups, and a producer.
 using WgmmaRows128 =
     Shape<FD_GEMM_WG_M, 128, FD_GEMM_WG_M / 16, 1, FD_GEMM_WG_STAGES, 64, 1, true, FD_GEMM_WG_PRODUCER>;
@@ -222,15 +231,17 @@ __device__ __forceinline__ void load_tile(uint32_t dst, const bf16* src, int tid
   }
 }
 
-// The same for a stage of fp8 codes: BYTES bytes, 16 a copy.
-template <int BYTES, int THREADS>
-__device__ __forceinline__ void load_bytes(uint32_t dst, const unsigned char* src, int tid) {
-  constexpr int kChunks = BYTES / 16;
+// A stage of fp8 codes: two consecutive 64-k tiles of a strip (8 KB each),
+// the second zero-filled where the strip has no more tiles (`second`).
+template <int THREADS>
+__device__ __forceinline__ void load_fp8_stage(uint32_t dst, const unsigned char* src, bool second, int tid) {
+  constexpr int kTile = kStripRows * kStripTileK, kChunks = 2 * kTile / 16;
+  static_assert(kChunks % THREADS == 0, "whole chunks a thread");
 #pragma unroll
-  for (int j = 0; j < (kChunks + THREADS - 1) / THREADS; ++j) {
+  for (int j = 0; j < kChunks / THREADS; ++j) {
     const int i = tid + j * THREADS;
-    if (kChunks % THREADS != 0 && i >= kChunks) break;
-    cp_async16(dst + static_cast<uint32_t>(i * 16), src + i * 16, 16);
+    const bool ok = i * 16 < kTile || second;
+    cp_async16(dst + static_cast<uint32_t>(i * 16), ok ? src + i * 16 : src, ok ? 16 : 0);
   }
 }
 
@@ -403,7 +414,8 @@ template <class S, class Y, Mode MODE, bool TILED, Epilogue EPI = Epilogue::Stor
 __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(const GemmArgs a) {
   static_assert(EPI == Epilogue::Store || (std::is_same_v<Y, bf16> && MODE == Mode::Split && TILED),
                 "fused epilogues: bf16 y, split, tiled w");
-  static_assert(!FP8 || (TILED && !S::WGMMA && !S::PRODUCER && S::BK == kTileK), "fp8 codes: the mma.sync chain");
+  static_assert(!FP8 || (TILED && !S::WGMMA && !S::PRODUCER && S::W_BYTES == 1 && S::BK == 2 * kTileK),
+                "fp8 codes: the mma.sync chain, two 64-k tiles a stage");
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, q = lane & 3;
@@ -434,7 +446,7 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
   const auto load_w = [&](int stage, int kt) {
     const uint32_t dst = base + stage * S::kStageBytes + S::kXBytes;
     if constexpr (FP8)
-      load_bytes<S::BN * S::BK, S::kThreads>(dst, w8 + static_cast<int64_t>(kt) * S::BN * S::BK, tid);
+      load_fp8_stage<S::kThreads>(dst, w8 + static_cast<int64_t>(kt) * S::BN * S::BK, 2 * kt + 1 < a.ldw / kTileK, tid);
     else if constexpr (TILED)
       load_tile<S::BN * S::BK, S::kThreads>(dst, w + static_cast<int64_t>(kt) * S::BN * S::BK, tid);
     else
@@ -509,9 +521,11 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
 #pragma unroll
         for (int j = 0; j < S::NT; ++j) {
           if constexpr (FP8) {
-            // Row group c / 8, block b, this lane: its 8 codes (matmul_tiles.h).
+            // Tile b / 2 of the stage, row group c / 8, its block b % 2, this
+            // lane: its 8 codes (matmul_tiles.h).
             const int c = wn * S::kWarpCols + j * 8;
-            const uint2 raw = *reinterpret_cast<const uint2*>(sw + (((c / 8) * 2 + b) * 32 + lane) * 8);
+            const uint2 raw = *reinterpret_cast<const uint2*>(sw + (b >> 1) * (kStripRows * kStripTileK) +
+                                                              (((c / 8) * 2 + (b & 1)) * 32 + lane) * 8);
             bw[j] = make_uint4(fp8_pair(raw.x, 0x1404u, scale2[j]), fp8_pair(raw.x, 0x3424u, scale2[j]),
                                fp8_pair(raw.y, 0x1404u, scale2[j]), fp8_pair(raw.y, 0x3424u, scale2[j]));
           } else if constexpr (TILED) {
@@ -758,10 +772,13 @@ void launch_layout(const GemmArgs& a, cudaStream_t stream) {
     launch_mode<S, Y, Mode::Whole, TILED, Epilogue::Store, FP8>(a, slices, stream);
 }
 
+// Whether a call reads a WeightQuant::Fp8 weight's codes (Fp8Rows16).
+bool reads_fp8(const GemmArgs& a) { return a.w_tiles && a.w8 && a.slice % Fp8Rows16::BK == 0; }
+
 template <class S, class Y>
 void launch_shape(const GemmArgs& a, cudaStream_t stream) {
   if constexpr (std::is_same_v<S, ShapeOf<GemmTile::Rows16>>)
-    if (a.w_tiles && a.w8) return launch_layout<S, Y, true, true>(a, stream);
+    if (reads_fp8(a)) return launch_layout<Fp8Rows16, Y, true, true>(a, stream);
   if (a.w_tiles)
     launch_layout<S, Y, true>(a, stream);
   else
@@ -831,9 +848,9 @@ void launch_gemm(GemmTile tile, const GemmArgs& a, cudaStream_t stream) {
         (a.with_rope && a.with_glu))
       fail("matmul", "a fused epilogue needs a split 16-row call over a tiled weight with bf16 y");
     using S = ShapeOf<GemmTile::Rows16>;
-    if (a.w8) {
-      if (a.with_rope) return launch_mode<S, bf16, Mode::Split, true, Epilogue::Rope, true>(a, slices, stream);
-      return launch_mode<S, bf16, Mode::Split, true, Epilogue::Glu, true>(a, slices, stream);
+    if (reads_fp8(a)) {
+      if (a.with_rope) return launch_mode<Fp8Rows16, bf16, Mode::Split, true, Epilogue::Rope, true>(a, slices, stream);
+      return launch_mode<Fp8Rows16, bf16, Mode::Split, true, Epilogue::Glu, true>(a, slices, stream);
     }
     if (a.with_rope) return launch_mode<S, bf16, Mode::Split, true, Epilogue::Rope>(a, slices, stream);
     return launch_mode<S, bf16, Mode::Split, true, Epilogue::Glu>(a, slices, stream);
