@@ -39,8 +39,10 @@ using gemm::kTileK;
 using bf16 = __nv_bfloat16;
 
 // Build-time knobs for tuning runs (bench/gemm_proto.sh); the defaults measured
-// best on an H100: Rows16's pipeline depth and blocks per multiprocessor asked
-// of the register allocator (not yet measured at 3); Rows128's warps along n, depth, k's
+// best on an H100: Rows16's pipeline depth; its blocks per multiprocessor asked
+// of the register allocator (3, on the H200: the glu fold took 104 registers
+// a thread, 2 blocks, and a 16-row gate_up's 384 blocks ran in 1.5 waves;
+// plain step 4.85-4.88 -> 4.65 ms at 1k, batch 1); Rows128's warps along n, depth, k's
 // per tile and blocks per multiprocessor; the wgmma tile's depth, rows and
 // producer (FD_GEMM_WGMMA 0: no wgmma); programmatic dependent launch; the
 // L2 prefetch of weight copies (256 B: each weight row's next tile is on its
@@ -49,7 +51,7 @@ using bf16 = __nv_bfloat16;
 #define FD_GEMM_STAGES 4
 #endif
 #ifndef FD_GEMM_R16_MINB
-#define FD_GEMM_R16_MINB 1
+#define FD_GEMM_R16_MINB 3
 #endif
 #ifndef FD_GEMM_R128_WN
 #define FD_GEMM_R128_WN 4
@@ -142,11 +144,9 @@ struct ShapeOf<GemmTile::Rows128>
 // Rows16 over fp8 codes: a stage is two 64-k tiles (16 KB, as a bf16 stage
 // of one), so a block walks its slice in half the steps; 3 stages keep three
 // blocks a multiprocessor, as Rows16 has (the split clusters must all fit:
-// gemm_split_capacity), and so do registers asked for 3 blocks (the glu fold
-// took 104 a thread, 2 blocks: the gate_up call's 384 blocks then ran in
-// 1.5 waves; H200, bench_cycle at 8k, batch 1: cycle / plain 1.244-1.252 ->
-// 1.238-1.239). The slice must be a multiple of 128 k's (the models' shapes
-// are; other weights read the bf16 tiles, same bits).
+// gemm_split_capacity), and so do registers asked for 3 blocks (as for
+// Rows16: FD_GEMM_R16_MINB). The slice must be a multiple of 128 k's (the
+// models' shapes are; other weights read the bf16 tiles, same bits).
 using Fp8Rows16 = Shape<16, 128, 1, 8, 3, 2 * kTileK, 3, false, false, 1>;
 // Rows128 on a tiled weight: FD_GEMM_WG_M / 64 warpgroups, and a producer.
 using WgmmaRows128 =
