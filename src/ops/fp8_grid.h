@@ -23,7 +23,8 @@
 // Everything is integer work on the f32 bits, so host and device agree to
 // the bit whatever their floating-point modes.
 #include <cstdint>
-#include <cstring>
+
+#include "ops/float_bits.h"
 
 #if defined(__CUDACC__)
 #define FD_FP8_FN __host__ __device__ __forceinline__
@@ -39,28 +40,9 @@ namespace flashdraft::ops::fp8 {
 // values saturate there).
 constexpr int kMinExp = -120, kMaxExp = 7;
 
-FD_FP8_FN uint32_t bits_of(float v) {
-#if defined(__CUDA_ARCH__)
-  return __float_as_uint(v);
-#else
-  uint32_t b;
-  std::memcpy(&b, &v, 4);
-  return b;
-#endif
-}
-FD_FP8_FN float float_of(uint32_t b) {
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(b);
-#else
-  float v;
-  std::memcpy(&v, &b, 4);
-  return v;
-#endif
-}
-
 // |v|'s bits, subnormals (and zero) as 0.
 FD_FP8_FN uint32_t magnitude(float v) {
-  const uint32_t a = bits_of(v) & 0x7fffffffu;
+  const uint32_t a = float_to_bits(v) & 0x7fffffffu;
   return (a >> 23) == 0 ? 0u : a;
 }
 
@@ -79,7 +61,7 @@ FD_FP8_FN int row_exponent(uint32_t absmax_bits) {
 FD_FP8_FN uint8_t encode(float w, int e) {
   const uint32_t a = magnitude(w);
   if (a == 0) return 0;
-  const uint32_t sign = (bits_of(w) >> 31) << 7;
+  const uint32_t sign = (float_to_bits(w) >> 31) << 7;
   // |w| * 2^-e by the exponent field (a normal float: |w| <= 448 * 2^e
   // unless e was clamped, and tiny results are caught below).
   const int exp_q = static_cast<int>(a >> 23) - e;
@@ -101,7 +83,7 @@ FD_FP8_FN float decode(uint8_t code, int e) {
   if ((code & 0x7fu) == 0) return 0.0f;
   const uint32_t sign = static_cast<uint32_t>(code >> 7) << 31;
   const int E = static_cast<int>((code >> 3) & 15u) - 7 + e;
-  return float_of(sign | (static_cast<uint32_t>(E + 127) << 23) | (static_cast<uint32_t>(code & 7u) << 20));
+  return bits_to_float(sign | (static_cast<uint32_t>(E + 127) << 23) | (static_cast<uint32_t>(code & 7u) << 20));
 }
 
 // w rounded to the grid of scale 2^e.

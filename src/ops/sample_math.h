@@ -10,6 +10,8 @@
 // the device's __fmul_rn/__fadd_rn round twice.
 #include <cstdint>
 
+#include "ops/float_bits.h"
+
 #if defined(__CUDACC__)
 #define FD_SAMPLE_FN __host__ __device__ __forceinline__
 #else
@@ -92,25 +94,8 @@ FD_SAMPLE_FN float floor_f(float x) {
 #endif
 }
 
-FD_SAMPLE_FN float bits_to_float(uint32_t u) {
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(u);
-#else
-  float f;
-  __builtin_memcpy(&f, &u, sizeof f);
-  return f;
-#endif
-}
-
-FD_SAMPLE_FN uint32_t float_to_bits(float f) {
-#if defined(__CUDA_ARCH__)
-  return __float_as_uint(f);
-#else
-  uint32_t u;
-  __builtin_memcpy(&u, &f, sizeof u);
-  return u;
-#endif
-}
+using ops::bits_to_float;  // ops/float_bits.h
+using ops::float_to_bits;
 
 // exp(x) for x <= 0, within a few ulps, and exactly 1 at 0. Below -87
 // (exp < 1.7e-38, i.e. under 2^-126 of the top token's weight) it is 0:

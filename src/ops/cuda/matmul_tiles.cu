@@ -15,21 +15,36 @@ namespace {
 
 using bf16 = __nv_bfloat16;
 
-// One thread per tiled element: element e of the copy is, from the top,
-// strip s, tile t, block b, half h, row group ng, core matrix c, row r,
-// position j (matmul_tiles.h).
+// Element (or code byte) e of a tiled copy with `tiles` k tiles a strip:
+// its strip's first row, its tile's first k, and its place in the tile.
+struct TilePlace {
+  int64_t row0, k0;
+  int in_tile;
+};
+__device__ __forceinline__ TilePlace tile_place(int64_t e, int64_t tiles) {
+  constexpr int64_t kTile = kStripRows * kStripTileK;
+  const int64_t in_strip = e % (tiles * kTile);
+  return {e / (tiles * kTile) * kStripRows, in_strip / kTile * kStripTileK, static_cast<int>(in_strip % kTile)};
+}
+
+// Where element e of a tiled copy sits in the weight: inside its tile, from
+// the top, block b, half h, row group ng, core matrix c, row r, position j
+// (matmul_tiles.h).
+__device__ __forceinline__ void tiled_source(int64_t e, int64_t tiles, int64_t& row, int64_t& col) {
+  const TilePlace p = tile_place(e, tiles);
+  const int b = p.in_tile / (kStripRows * 32), h = p.in_tile / (kStripRows * 16) % 2;
+  const int ng = p.in_tile / 128 % 16, c = p.in_tile / 64 % 2, r = p.in_tile / 8 % 8, j = p.in_tile % 8;
+  row = p.row0 + ng * 8 + r;
+  col = p.k0 + b * 32 + gemm::chain_k(h, 8 * c + j);
+}
+
+// One thread per tiled element.
 __global__ void pack_kernel(const bf16* __restrict__ w, int64_t ld, int64_t n, int64_t k, int64_t tiles,
                             bf16* __restrict__ out, int64_t total) {
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t per_strip = tiles * kStripRows * kStripTileK;
-    const int64_t s = e / per_strip, in_strip = e % per_strip;
-    const int64_t t = in_strip / (kStripRows * kStripTileK);
-    const int in_tile = static_cast<int>(in_strip % (kStripRows * kStripTileK));
-    const int b = in_tile / (kStripRows * 32), h = in_tile / (kStripRows * 16) % 2;
-    const int ng = in_tile / 128 % 16, c = in_tile / 64 % 2, r = in_tile / 8 % 8, j = in_tile % 8;
-    const int64_t row = s * kStripRows + ng * 8 + r;
-    const int64_t col = t * kStripTileK + b * 32 + gemm::chain_k(h, 8 * c + j);
+    int64_t row, col;
+    tiled_source(e, tiles, row, col);
     out[e] = row < n && col < k ? w[row * ld + col] : __float2bfloat16_rn(0.f);
   }
 }
@@ -39,14 +54,8 @@ __global__ void unpack_kernel(const bf16* __restrict__ tiled, int64_t n, int64_t
                               bf16* __restrict__ w, int64_t ld, int64_t total) {
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t per_strip = tiles * kStripRows * kStripTileK;
-    const int64_t s = e / per_strip, in_strip = e % per_strip;
-    const int64_t t = in_strip / (kStripRows * kStripTileK);
-    const int in_tile = static_cast<int>(in_strip % (kStripRows * kStripTileK));
-    const int b = in_tile / (kStripRows * 32), h = in_tile / (kStripRows * 16) % 2;
-    const int ng = in_tile / 128 % 16, c = in_tile / 64 % 2, r = in_tile / 8 % 8, j = in_tile % 8;
-    const int64_t row = s * kStripRows + ng * 8 + r;
-    const int64_t col = t * kStripTileK + b * 32 + gemm::chain_k(h, 8 * c + j);
+    int64_t row, col;
+    tiled_source(e, tiles, row, col);
     if (row < n && col < k) w[row * ld + col] = tiled[e];
   }
 }
@@ -73,15 +82,12 @@ __global__ void pack_fp8_kernel(const bf16* __restrict__ w, int64_t ld, int64_t 
                                 const int8_t* __restrict__ exps, uint8_t* __restrict__ out, int64_t total) {
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t per_strip = tiles * kStripRows * kStripTileK;
-    const int64_t s = e / per_strip, in_strip = e % per_strip;
-    const int64_t t = in_strip / (kStripRows * kStripTileK);
-    const int in_tile = static_cast<int>(in_strip % (kStripRows * kStripTileK));
-    const int ng = in_tile / 512, b = in_tile / 256 % 2, lane = in_tile / 8 % 32, i = in_tile % 8;
+    const TilePlace p = tile_place(e, tiles);
+    const int ng = p.in_tile / 512, b = p.in_tile / 256 % 2, lane = p.in_tile / 8 % 32, i = p.in_tile % 8;
     const int g = lane / 4, q = lane % 4;
     const int logical = 2 * q + i % 2 + (i % 4 >= 2 ? 8 : 0);
-    const int64_t row = s * kStripRows + ng * 8 + g;
-    const int64_t col = t * kStripTileK + b * 32 + gemm::chain_k(i / 4, logical);
+    const int64_t row = p.row0 + ng * 8 + g;
+    const int64_t col = p.k0 + b * 32 + gemm::chain_k(i / 4, logical);
     out[e] = row < n && col < k ? fp8::encode(__bfloat162float(w[row * ld + col]), exps[row]) : 0;
   }
 }
