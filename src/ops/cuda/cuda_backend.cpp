@@ -358,7 +358,8 @@ class CudaBackend final : public Backend {
     const bool fp8 = quant == WeightQuant::Fp8;
     if (w.t.empty()) return;
     if (w.t.dtype != DType::BF16 || w.t.layout != Layout::RowMajor) {
-      if (fp8) fail("prepare_matmul_weight", "fp8 quantization of " + cuda::describe(w.t) + " (a row-major bf16 weight only)");
+      if (fp8)
+        fail("prepare_matmul_weight", "fp8 quantization of " + cuda::describe(w.t) + " (a row-major bf16 weight only)");
       return;
     }
     const size_t tiles_bytes = static_cast<size_t>(matmul_tiles_elems(w.t.rows, w.t.cols)) * dtype_size(DType::BF16);
@@ -368,18 +369,16 @@ class CudaBackend final : public Backend {
     tiled.t.data = tiled.buffer.data();
     tiled.t.ld = w.t.cols;
     tiled.t.layout = Layout::MatmulTiles;
+    Buffer exps;  // fp8: each row's scale exponent, until the codes are packed
     if (fp8) {
-      const Buffer exps = alloc(static_cast<size_t>(w.t.rows));
+      exps = alloc(static_cast<size_t>(w.t.rows));
       round_rows_fp8(w.t, static_cast<int8_t*>(exps.data()), stream_);
-      pack_fp8_twin(w.t, static_cast<const int8_t*>(exps.data()), static_cast<char*>(tiled.buffer.data()) + tiles_bytes,
-                    stream_);
+      pack_fp8_twin(w.t, static_cast<const int8_t*>(exps.data()),
+                    static_cast<char*>(tiled.buffer.data()) + tiles_bytes, stream_);
       tiled.t.quant = WeightQuant::Fp8;
-      pack_matmul_tiles(w.t, tiled.t.data, stream_);
-      synchronize();  // before exps goes
-    } else {
-      pack_matmul_tiles(w.t, tiled.t.data, stream_);
-      synchronize();
     }
+    pack_matmul_tiles(w.t, tiled.t.data, stream_);
+    synchronize();  // the row-major copy (and exps) may go
     w = std::move(tiled);
   }
   void matmul_weight_rows(const Tensor& w, const Tensor& dst) override {
