@@ -3,9 +3,11 @@
 // for every command that builds one (`generate`, `serve`), so they are
 // spelled and explained alike, in vLLM's spelling: --model, --revision,
 // --draft-model, --num-speculative-tokens, --speculative-config,
-// --no-adaptive-speculation, --speculative-draft-model-quantization (SGLang's), --device, --tensor-parallel-size,
+// --no-adaptive-speculation, --device, --tensor-parallel-size,
 // --load-format, --gpu-memory-utilization, --enforce-eager,
-// --max-model-len, --max-num-seqs, --max-num-batched-tokens.
+// --max-model-len, --max-num-seqs, --max-num-batched-tokens; and SGLang's
+// --speculative-draft-model-quantization, which vLLM spells only inside
+// --speculative-config.
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
