@@ -12,16 +12,23 @@
 
 namespace flashdraft::bench {
 
-// "1,8,32" -> {1, 8, 32}. Throws std::invalid_argument / std::out_of_range on a bad number.
-inline std::vector<int64_t> parse_list(const std::string& s) {
-  std::vector<int64_t> out;
+// "none,fp8" -> {"none", "fp8"}.
+inline std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
   size_t at = 0;
   while (at < s.size()) {
     size_t comma = s.find(',', at);
     if (comma == std::string::npos) comma = s.size();
-    out.push_back(std::stoll(s.substr(at, comma - at)));
+    out.push_back(s.substr(at, comma - at));
     at = comma + 1;
   }
+  return out;
+}
+
+// "1,8,32" -> {1, 8, 32}. Throws std::invalid_argument / std::out_of_range on a bad number.
+inline std::vector<int64_t> parse_list(const std::string& s) {
+  std::vector<int64_t> out;
+  for (const std::string& item : split_list(s)) out.push_back(std::stoll(item));
   return out;
 }
 

@@ -21,7 +21,6 @@
 #include <cstdio>
 #include <memory>
 #include <random>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -166,7 +165,8 @@ double all_reduce_ms(model::Qwen3Model& target, int64_t rows, int64_t count, int
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string device = "cuda", target_dir, drafter_dir, quants = "none";
+  std::string device = "cuda", target_dir, drafter_dir;
+  std::vector<std::string> quants = {"none"};
   int tp = 1;
   Setup s;
   s.contexts = {1024, 8192};
@@ -180,11 +180,17 @@ int main(int argc, char** argv) {
     else if (k == "--reps") s.reps = std::stoi(v);
     else if (k == "--block") s.block = std::stoll(v);
     else if (k == "--tensor-parallel-size") tp = std::stoi(v);
-    else if (k == "--draft-quantization") quants = v;
+    else if (k == "--draft-quantization") quants = bench::split_list(v);
     else return false;
     return true;
   });
   if (!flags_ok) return 2;
+  for (const std::string& q : quants) {
+    if (q != "none" && q != "fp8") {
+      std::fprintf(stderr, "bench_cycle: --draft-quantization takes none and fp8, got %s\n", q.c_str());
+      return 2;
+    }
+  }
   if (target_dir.empty() || drafter_dir.empty()) {
     std::fprintf(stderr, "usage: bench_cycle [--device cuda] --target DIR --drafter DIR [--contexts 1024,8192] "
                          "[--batches 1,8,32] [--reps 30] [--block 16] [--draft-quantization none,fp8]\n");
@@ -203,12 +209,7 @@ int main(int argc, char** argv) {
     const auto plain_e = time_runner(*target, nullptr, s, true);
     // One table per drafter quantization (--draft-quantization none,fp8:
     // the drafter as loaded, then rounded to fp8, against the same plain steps).
-    for (size_t at = 0; at < quants.size();) {
-      size_t comma = quants.find(',', at);
-      if (comma == std::string::npos) comma = quants.size();
-      const std::string quant = quants.substr(at, comma - at);
-      at = comma + 1;
-      if (quant != "none" && quant != "fp8") throw std::invalid_argument("--draft-quantization: none or fp8, got " + quant);
+    for (const std::string& quant : quants) {
       auto drafter = model::DFlashDrafter::load_dummy(
           drafter_dir, *target, 2, quant == "fp8" ? ops::WeightQuant::Fp8 : ops::WeightQuant::None);
       const auto cycle_g = time_runner(*target, drafter.get(), s, false);

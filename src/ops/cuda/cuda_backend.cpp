@@ -362,7 +362,7 @@ class CudaBackend final : public Backend {
         fail("prepare_matmul_weight", "fp8 quantization of " + cuda::describe(w.t) + " (a row-major bf16 weight only)");
       return;
     }
-    const size_t tiles_bytes = static_cast<size_t>(matmul_tiles_elems(w.t.rows, w.t.cols)) * dtype_size(DType::BF16);
+    const auto tiles_bytes = static_cast<size_t>(matmul_tiles_bytes(w.t.rows, w.t.cols));
     OwnedTensor tiled;
     tiled.buffer = alloc(tiles_bytes + (fp8 ? static_cast<size_t>(fp8_twin_bytes(w.t.rows, w.t.cols)) : 0));
     tiled.t = w.t;

@@ -84,10 +84,9 @@ GemmArgs Matmul::checked_args(const Tensor& x, const Tensor& w, const Tensor* bi
   a.ldw = tiled ? matmul_tiles_k(w.cols) : row_pitch(w);
   a.w_tiles = tiled;
   if (tiled && w.quant == WeightQuant::Fp8) {
-    const auto* codes = static_cast<const char*>(w.data) +
-                        static_cast<size_t>(matmul_tiles_elems(w.rows, w.cols)) * dtype_size(DType::BF16);
-    a.w8 = codes;
-    a.w8_exp = reinterpret_cast<const int8_t*>(codes + fp8_codes_bytes(w.rows, w.cols));
+    const Fp8Twin twin = fp8_twin(w);
+    a.w8 = twin.codes;
+    a.w8_exp = twin.exps;
   }
   a.ldy = row_pitch(y);
   a.m = static_cast<int>(x.rows);

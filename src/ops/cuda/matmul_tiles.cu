@@ -100,11 +100,20 @@ __global__ void pad_exps_kernel(const int8_t* __restrict__ exps, int64_t n, int8
 
 unsigned grid_for(int64_t total) { return static_cast<unsigned>(std::min<int64_t>((total + 255) / 256, 65535)); }
 
+// The codes: one byte for each element of the bf16 tiles; the exponents follow them.
+int64_t fp8_codes_bytes(int64_t n, int64_t k) { return matmul_tiles_elems(n, k); }
+
 }  // namespace
 
-int64_t fp8_codes_bytes(int64_t n, int64_t k) { return matmul_tiles_elems(n, k); }
+int64_t matmul_tiles_bytes(int64_t n, int64_t k) {
+  return matmul_tiles_elems(n, k) * static_cast<int64_t>(sizeof(bf16));
+}
 int64_t fp8_twin_bytes(int64_t n, int64_t k) {
   return fp8_codes_bytes(n, k) + (n + kStripRows - 1) / kStripRows * kStripRows;
+}
+Fp8Twin fp8_twin(const Tensor& w) {
+  const auto* codes = static_cast<const char*>(w.data) + matmul_tiles_bytes(w.rows, w.cols);
+  return {codes, reinterpret_cast<const int8_t*>(codes + fp8_codes_bytes(w.rows, w.cols))};
 }
 
 void unpack_matmul_tiles(const void* tiled, const Tensor& dst, cudaStream_t stream) {

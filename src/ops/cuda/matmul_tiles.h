@@ -27,6 +27,8 @@ constexpr int64_t kStripRows = 128, kStripTileK = 64;
 
 // Elements of the tiled copy of an n x k weight.
 int64_t matmul_tiles_elems(int64_t n, int64_t k);
+// Its bytes (bf16): where a WeightQuant::Fp8 weight's codes start (below).
+int64_t matmul_tiles_bytes(int64_t n, int64_t k);
 // k rounded up to whole tiles: a strip holds 128 times as many elements (the kernels' ldw).
 inline int64_t matmul_tiles_k(int64_t k) { return (k + kStripTileK - 1) / kStripTileK * kStripTileK; }
 // Writes w (a row-major bf16 CUDA view) tiled into dst (matmul_tiles_elems elements of bf16).
@@ -42,13 +44,19 @@ void unpack_matmul_tiles(const void* tiled, const Tensor& dst, cudaStream_t stre
 // mma B fragments of row g for the block (chain positions 2q, 2q + 1,
 // 2q + 8, 2q + 9 of the block's first mma, then the same of its second), so
 // a lane's fragments for one block are one 8-byte load, conflict-free.
-int64_t fp8_codes_bytes(int64_t n, int64_t k);   // the codes (n and k padded as the tiles are)
-int64_t fp8_twin_bytes(int64_t n, int64_t k);    // codes and exponents
+int64_t fp8_twin_bytes(int64_t n, int64_t k);  // codes (n and k padded as the tiles are) and exponents
+// A prepared WeightQuant::Fp8 weight's codes and row exponents in its buffer.
+struct Fp8Twin {
+  const void* codes;
+  const int8_t* exps;
+};
+Fp8Twin fp8_twin(const Tensor& w);
 // Rounds every row of w (row-major bf16) in place to the fp8 grid; exps[r]:
 // row r's scale exponent (w.rows of them).
 void round_rows_fp8(const Tensor& w, int8_t* exps, cudaStream_t stream);
 // Writes the codes of w (rounded by round_rows_fp8, exponents exps) and the
-// padded exponents into dst (fp8_twin_bytes bytes).
+// padded exponents into dst (fp8_twin_bytes bytes, matmul_tiles_bytes into
+// the prepared weight's buffer).
 void pack_fp8_twin(const Tensor& w, const int8_t* exps, void* dst, cudaStream_t stream);
 
 }  // namespace flashdraft::ops::cuda
