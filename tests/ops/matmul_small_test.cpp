@@ -34,6 +34,9 @@ std::vector<NamedKernel> kernels() {
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
     ks.push_back({"avx2-fma", [](const float* x, const float* w, const float* b, float* y, int64_t n, int64_t in,
                                  int64_t out) { cpu::detail::matmul_small_avx2(x, w, b, y, n, in, out, out); }});
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx512f"))
+    ks.push_back({"avx512f", [](const float* x, const float* w, const float* b, float* y, int64_t n, int64_t in,
+                                int64_t out) { cpu::detail::matmul_small_avx512(x, w, b, y, n, in, out, out); }});
 #endif
   return ks;
 }
@@ -138,7 +141,35 @@ TEST(MatmulSmall, BitsIndependentOfThreadCount) {
 
 TEST(MatmulSmall, ReportsItsBuild) {
   const std::string isa = cpu::matmul_small_isa();
-  EXPECT_TRUE(isa == "avx2-fma" || isa == "sse2" || isa == "generic") << isa;
+  EXPECT_TRUE(isa == "avx512f" || isa == "avx2-fma" || isa == "sse2" || isa == "generic") << isa;
+}
+
+// The AVX-512 build runs the AVX2 build's arithmetic two rows to a register:
+// every output of every row count (paired and odd rows, every block
+// remainder, more than one L2 chunk, tails of the 8-lane steps) must have
+// the AVX2 build's bits, so machines with and without AVX-512 agree.
+TEST(MatmulSmall, Avx512HasTheAvx2Bits) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || !__builtin_cpu_supports("avx512f"))
+    GTEST_SKIP() << "this CPU has no AVX-512";
+  for (const Shape s : {Shape{384, 1024}, Shape{1152, 384}, Shape{387, 13}, Shape{8, 7}, Shape{7, 9}, Shape{200, 97}}) {
+    const auto w = random_floats(s.out * s.in, 51);
+    const auto b = random_floats(s.out, 52);
+    for (int64_t n : {1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 23, 64, 171, 300}) {
+      const auto x = random_floats(n * s.in, 53 + static_cast<uint32_t>(n));
+      for (const float* bias : {static_cast<const float*>(nullptr), b.data()}) {
+        std::vector<float> avx2(n * s.out, 1.0f), avx512(n * s.out, 2.0f);
+        cpu::detail::matmul_small_avx2(x.data(), w.data(), bias, avx2.data(), n, s.in, s.out, s.out);
+        cpu::detail::matmul_small_avx512(x.data(), w.data(), bias, avx512.data(), n, s.in, s.out, s.out);
+        ASSERT_EQ(std::memcmp(avx2.data(), avx512.data(), avx2.size() * sizeof(float)), 0)
+            << "in " << s.in << " out " << s.out << " n " << n << (bias ? " with bias" : "");
+      }
+    }
+  }
+#else
+  GTEST_SKIP() << "x86-64 only";
+#endif
 }
 
 }  // namespace

@@ -30,13 +30,16 @@ struct Choice {
   const char* isa;
 };
 
-// Decided once: a process never mixes two builds, whose roundings differ
-// (fused vs separate multiply-add).
+// Decided once: a process never mixes two builds whose roundings differ
+// (fused vs separate multiply-add, 8 lanes vs 4).
 Choice choose() {
 #if defined(__x86_64__) && defined(__GNUC__)
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    // Same bits as avx2-fma (matmul_small_avx512.cpp), so this is no second build to mix.
+    if (__builtin_cpu_supports("avx512f")) return {detail::matmul_small_avx512, "avx512f"};
     return {detail::matmul_small_avx2, "avx2-fma"};
+  }
   return {detail::matmul_small_sse, "sse2"};
 #else
   return {matmul_rows<Scalar>, "generic"};

@@ -12,14 +12,17 @@ namespace flashdraft::ops::cpu {
 // when the call is big enough to pay for the hand-off.
 void matmul_small(const float* x, const float* w, const float* bias, float* y, int64_t n, int64_t in, int64_t out);
 
-// Which build of the kernel this machine runs ("avx2-fma", "sse2" or
-// "generic"); chosen once, at first use.
+// Which build of the kernel this machine runs ("avx512f" (the bits of
+// "avx2-fma"), "avx2-fma", "sse2" or "generic"); chosen once, at first use.
 const char* matmul_small_isa();
 
 namespace detail {
 // The per-ISA builds (x86-64 only), single-threaded; y rows are ldy apart.
 void matmul_small_avx2(const float* x, const float* w, const float* bias, float* y, int64_t n, int64_t in,
                        int64_t out, int64_t ldy);
+// Rounds exactly as matmul_small_avx2 (matmul_small_avx512.cpp).
+void matmul_small_avx512(const float* x, const float* w, const float* bias, float* y, int64_t n, int64_t in,
+                         int64_t out, int64_t ldy);
 void matmul_small_sse(const float* x, const float* w, const float* bias, float* y, int64_t n, int64_t in,
                       int64_t out, int64_t ldy);
 }  // namespace detail

@@ -4,31 +4,10 @@
 #include <immintrin.h>
 
 #include "ops/cpu/matmul_small.h"
+#include "ops/cpu/matmul_small_avx2_ops.h"
 #include "ops/cpu/matmul_small_kernel.h"
 
 namespace flashdraft::ops::cpu::detail {
-namespace {
-
-struct Avx2 {
-  using Vec = __m256;
-  static constexpr int kLanes = 8;
-  // 4x3 accumulators + 3 weight vectors + 1 x vector = the 16 ymm registers.
-  static constexpr int kRows = 4, kOuts = 3, kOutsOneRow = 8;
-  static Vec zero() { return _mm256_setzero_ps(); }
-  static Vec load(const float* p) { return _mm256_loadu_ps(p); }
-  static Vec madd(Vec a, Vec b, Vec acc) { return _mm256_fmadd_ps(a, b, acc); }
-  static float hsum(Vec v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-  }
-  static float madd1(float a, float b, float s) {
-    return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(b), _mm_set_ss(s)));
-  }
-};
-
-}  // namespace
 
 void matmul_small_avx2(const float* x, const float* w, const float* bias, float* y, int64_t n, int64_t in,
                        int64_t out, int64_t ldy) {
