@@ -28,7 +28,7 @@ Shape repeat(Seq s, int64_t n) { return Shape(static_cast<size_t>(std::max<int64
 CalibrationReport calibrate_step_costs(ModelRunner& runner, BlockManager& blocks, const CalibrationLimits& lim,
                                        StepCostModel& costs) {
   const auto start = Clock::now();
-  const int64_t k = lim.max_drafts, spec = 1 + k;
+  const int64_t k = lim.max_drafts, spec = 1 + k, block = std::max(spec, lim.draft_block);
   const int64_t seqs = std::max<int64_t>(1, std::min(lim.max_seqs, lim.max_rows / std::max<int64_t>(spec, 1)));
   const int64_t plain_seqs = std::max<int64_t>(1, std::min(lim.max_seqs, lim.max_rows));
   // Short: about a HumanEval prompt and answer, or less where the pool is
@@ -37,8 +37,8 @@ CalibrationReport calibrate_step_costs(ModelRunner& runner, BlockManager& blocks
   // pool holds it).
   const int64_t room = blocks.free_blocks() * blocks.block_size();
   const int64_t short_ctx = std::clamp<int64_t>(std::min<int64_t>(256, lim.context_limit / 4), 1,
-                                                std::max<int64_t>(room - spec - blocks.block_size(), 1));
-  const int64_t long_ctx = std::min<int64_t>(std::min<int64_t>(lim.context_limit - spec - 1, 4096), room - spec);
+                                                std::max<int64_t>(room - block - blocks.block_size(), 1));
+  const int64_t long_ctx = std::min<int64_t>(std::min<int64_t>(lim.context_limit - block - 1, 4096), room - block);
 
   std::vector<Shape> shapes;
   shapes.push_back({{true, short_ctx, 1}});
@@ -92,13 +92,13 @@ CalibrationReport calibrate_step_costs(ModelRunner& runner, BlockManager& blocks
         r.state = RequestState::Prefilling;
         r.num_computed = 0;
       }
-      // A drafting entry's drafter block covers spec positions whatever its rows.
-      fits = blocks.ensure(r.id, s.context + (s.decode && s.rows > 1 ? std::max(s.rows, spec) : s.rows));
+      // A drafting entry's drafter block covers its positions whatever its rows.
+      fits = blocks.ensure(r.id, s.context + (s.decode && s.rows > 1 ? block : s.rows));
       using Kind = ScheduledRequest::Kind;
       plan.entries.push_back({&r, s.decode ? Kind::Decode : Kind::Prefill, s.context, s.rows, !s.decode});
       plan.total_rows += s.rows;
       if (s.decode) {
-        measured.add_decode(s.context, s.rows, spec);
+        measured.add_decode(s.context, s.rows, block);
         measured.uneven |= s.rows != shape[0].rows;
       } else {
         measured.add_prefill(s.context, s.rows);

@@ -22,6 +22,7 @@ namespace flashdraft::engine {
 
 struct CalibrationLimits {
   int64_t max_drafts = 0;      // the engine's num_speculative_tokens
+  int64_t draft_block = 0;     // rows of the drafter's block (Engine::reach_); 0: 1 + max_drafts
   int64_t max_seqs = 1;        // max_running
   int64_t max_rows = 512;      // max_tokens_per_step
   int64_t context_limit = 0;   // the engine's context limit (positions)

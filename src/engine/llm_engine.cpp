@@ -41,6 +41,7 @@ Engine::Engine(model::Qwen3Model& target, model::DFlashDrafter* drafter, const E
     throw Error(fmt::format("num_speculative_tokens must be >= 0, got {}", config.num_speculative_tokens));
   }
   k_ = resolve_k(drafter, config.num_speculative_tokens);
+  reach_ = drafter && k_ > 0 ? std::max<int64_t>(1 + k_, drafter->config().block_size) : 1 + k_;
   if (config.num_kv_blocks < 0 || config.kv_block_size <= 0 || config.max_running < 1) {
     throw Error(fmt::format("engine: needs kv_block_size >= 1, num_kv_blocks >= 0 and max_running >= 1, got {}, {}, {}",
                             config.kv_block_size, config.num_kv_blocks, config.max_running));
@@ -52,7 +53,7 @@ Engine::Engine(model::Qwen3Model& target, model::DFlashDrafter* drafter, const E
   }
   if (config.max_model_len > 0) context_limit_ = config.max_model_len;
   if (config_.num_kv_blocks == 0) {
-    const int64_t per_request = (context_limit_ + 1 + k_ + config.kv_block_size - 1) / config.kv_block_size;
+    const int64_t per_request = (context_limit_ + reach_ + config.kv_block_size - 1) / config.kv_block_size;
     config_.num_kv_blocks = per_request * config.max_running;
   }
   blocks_ = std::make_unique<BlockManager>(config_.num_kv_blocks, config.kv_block_size);
@@ -60,12 +61,13 @@ Engine::Engine(model::Qwen3Model& target, model::DFlashDrafter* drafter, const E
   sc.max_running = config.max_running;
   sc.max_tokens_per_step = config.max_tokens_per_step;
   sc.spec_rows = 1 + k_;
+  sc.reach_rows = reach_;
   scheduler_ = std::make_unique<Scheduler>(sc, *blocks_);
   RunnerOptions ro;
   ro.enforce_eager = config.enforce_eager;
   ro.max_seqs = config.max_running;
   ro.max_rows = config.max_tokens_per_step;
-  ro.max_keys = context_limit_ + 1 + k_;
+  ro.max_keys = context_limit_ + reach_;
   ro.spec_rows = 1 + k_;
   overlap_ = config.overlap_scheduling.value_or(target.backend().supports_graphs()) && !target.shard().active();
   ro.overlap = overlap_;
@@ -91,6 +93,7 @@ void Engine::calibrate_costs() {
   calibrated_ = true;
   CalibrationLimits limits;
   limits.max_drafts = k_;
+  limits.draft_block = reach_;
   limits.max_seqs = config_.max_running;
   limits.max_rows = config_.max_tokens_per_step;
   limits.context_limit = context_limit_;
@@ -104,7 +107,7 @@ void Engine::choose_draft_rows(std::span<ScheduledRequest> decodes) {
     const Request& r = *decodes[i].request;
     DraftCandidate& c = candidates_[i];
     c.context = decodes[i].pos0;
-    c.draft_block = 1 + k_;
+    c.draft_block = reach_;
     c.fixed = !r.params.adaptive_speculation.value_or(config_.adaptive_speculation);
     if (c.fixed) {
       c.max_drafts = k_;
@@ -370,12 +373,12 @@ std::optional<Engine::Flight> Engine::plan_follower(const StepPlan& ahead) {
   // A step in which nobody drafts books its rows' drafter context by
   // position when it is launched: only where the positions are exact.
   if (acceptance_ && drafting == 0 && !exact) return std::nullopt;
-  // Blocks for the furthest each request can reach (a drafter block is
-  // spec_rows long whatever the draft length), taken without preempting;
-  // last, so that a step not launched takes none.
+  // Blocks for the furthest each request can reach (reach_: the drafter's
+  // whole block whatever the draft length), taken without preempting; last,
+  // so that a step not launched takes none.
   for (const ScheduledRequest& e : plan.entries) {
-    const int64_t reach = e.pos0 + spec_rows;
-    if (reach > context_limit_ + spec_rows || !blocks_->ensure(e.request->id, reach)) return std::nullopt;
+    const int64_t reach = e.pos0 + reach_;
+    if (reach > context_limit_ + reach_ || !blocks_->ensure(e.request->id, reach)) return std::nullopt;
   }
   plan.total_rows = rows;
   return Flight{std::move(plan), started};

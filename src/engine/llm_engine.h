@@ -210,6 +210,10 @@ class Engine {
   model::Qwen3Model& target_;
   EngineConfig config_;
   int64_t k_ = 0, context_limit_ = 0, steps_ = 0;
+  // Positions a decode step may write from its anchor: 1 + k_ verify rows,
+  // and where it drafts the drafter's whole block (DFlashDrafter::prepare's
+  // callers run it whatever the draft length; see ModelRunner::prepare).
+  int64_t reach_ = 1;
   std::unique_ptr<BlockManager> blocks_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<ModelRunner> runner_;

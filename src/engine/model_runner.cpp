@@ -44,8 +44,10 @@ ModelRunner::ModelRunner(model::Qwen3Model& target, model::DFlashDrafter* drafte
       target_layers_(static_cast<int64_t>(target.kv_layers().size())),
       num_blocks_(num_blocks),
       block_size_(block_size) {
-  // Pads of a recorded step live in scratch blocks past the block manager's.
-  const int64_t scratch = ceil_div(std::max<int64_t>(options_.spec_rows, 1), block_size);
+  // Pads of a recorded step live in scratch blocks past the block manager's
+  // (a drafting pad writes the drafter's whole block).
+  const int64_t pad_reach = std::max<int64_t>(options_.spec_rows, drafter ? drafter->config().block_size : 1);
+  const int64_t scratch = ceil_div(pad_reach, block_size);
   pool_ = std::make_unique<model::KVPool>(target.backend(), num_blocks + scratch, block_size,
                                           pool_layers(target, drafter));
   for (int64_t b = 0; b < scratch; ++b) scratch_table_.push_back(static_cast<int32_t>(num_blocks + b));
@@ -399,7 +401,8 @@ void ModelRunner::prepare(std::span<const Seq> seqs, int64_t min_keys) {
     for (size_t i = 0; i < n; ++i) {
       const Seq& s = seqs[i];
       if (!s.decode || s.rows < 2) continue;
-      // The drafter runs its whole block whatever the draft length: a
+      // The drafter runs its whole block whatever the draft length (and
+      // whatever num_speculative_tokens: the engine reserves the block): a
       // shorter block is not what it was trained on and proposes worse
       // first tokens (position 1 accepted 0.28 of the time from 3-row blocks
       // against 0.61 from 16-row ones, demo prompt). The verify takes the
@@ -407,7 +410,7 @@ void ModelRunner::prepare(std::span<const Seq> seqs, int64_t min_keys) {
       // many it verifies, which keeps its acceptance estimate one quantity.
       // Only the verified rows get logits (the lm_head is most of a short
       // draft's cost on the CPU).
-      const int64_t block = std::max(s.rows, options_.spec_rows);
+      const int64_t block = drafter_->config().block_size;
       anchors_.push_back(s.request && !following_ ? s.request->anchor() : 0);
       blocks_ctx.seqs.push_back({row, block, s.pos0, s.table, true, s.rows - 1});
       row += block;

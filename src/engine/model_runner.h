@@ -57,7 +57,7 @@ struct RunnerOptions {
   bool enforce_eager = false;  // no graphs even where the backend has them
   int64_t max_seqs = 8;        // most requests in one step (the largest batch bucket)
   int64_t max_rows = 512;      // most rows in one step (buffers are sized for it at start)
-  int64_t max_keys = 4096;     // most positions a request reaches (context limit + drafts)
+  int64_t max_keys = 4096;     // most positions a request reaches (context limit + a decode step's reach)
   int64_t spec_rows = 1;       // rows of a decode step at full speculation
   // Steps are launched behind one another (Engine's overlapped scheduling):
   // a step in which everyone drafts writes its rows' drafter context itself

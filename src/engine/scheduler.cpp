@@ -16,6 +16,10 @@ Scheduler::Scheduler(const SchedulerConfig& config, BlockManager& blocks) : conf
     throw Error("scheduler: " + std::to_string(config.spec_rows) +
                 " rows per decode step (expected 1 + num_speculative_tokens >= 1)");
   }
+  if (config.reach_rows != 0 && config.reach_rows < config.spec_rows) {
+    throw Error("scheduler: a decode step reaches " + std::to_string(config.reach_rows) + " positions, fewer than its " +
+                std::to_string(config.spec_rows) + " rows");
+  }
   if (config.max_tokens_per_step < config.spec_rows) {
     throw Error("scheduler: max_tokens_per_step " + std::to_string(config.max_tokens_per_step) +
                 " cannot hold one decode step of " + std::to_string(config.spec_rows) +
@@ -26,11 +30,11 @@ Scheduler::Scheduler(const SchedulerConfig& config, BlockManager& blocks) : conf
 int64_t Scheduler::max_positions(const Request& request) const {
   // The last decode step starts with max_tokens - 1 tokens emitted (one more
   // and the request is done): its anchor sits at prompt + max_tokens - 2 and
-  // it runs spec_rows rows from there. Prefills (also after preemption) need
-  // at most prompt + max_tokens - 1 positions, which is no more.
+  // it writes reach() positions from there. Prefills (also after
+  // preemption) need at most prompt + max_tokens - 1 positions, which is no more.
   const int64_t prompt = static_cast<int64_t>(request.prompt.size());
   const int64_t max_tokens = std::max<int64_t>(request.params.max_tokens, 1);
-  return std::max(prompt + max_tokens - 2 + config_.spec_rows, prompt + max_tokens - 1);
+  return std::max(prompt + max_tokens - 2 + reach(), prompt + max_tokens - 1);
 }
 
 void Scheduler::add(Request& request) {
@@ -80,11 +84,11 @@ StepPlan Scheduler::schedule(const ChooseRows& choose_rows) {
   for (size_t i = 0; i < running_.size() && budget >= config_.spec_rows; ++i) {
     Request* r = running_[i];
     if (r->state != RequestState::Decoding) continue;
-    bool fits = blocks_.ensure(r->id, r->num_computed + config_.spec_rows);
+    bool fits = blocks_.ensure(r->id, r->num_computed + reach());
     while (!fits && running_.back() != r) {
       if (scheduled(running_.back())) throw std::logic_error("scheduler: would preempt a planned request");
       plan.preempted.push_back(preempt_youngest());
-      fits = blocks_.ensure(r->id, r->num_computed + config_.spec_rows);
+      fits = blocks_.ensure(r->id, r->num_computed + reach());
     }
     if (!fits) {  // r is now the youngest running request: it yields its own blocks
       plan.preempted.push_back(preempt_youngest());

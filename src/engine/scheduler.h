@@ -10,8 +10,8 @@
 //
 // Capacity: a request is admitted only when blocks for its whole prefill are
 // free (taken at once, so its later chunks never wait for memory); a decoding
-// request grows its table by the rows of each step, reserved for spec_rows
-// whatever rows it was given (so a longer draft next step never needs a
+// request grows its table by the positions of each step, reserved for its
+// reach (SchedulerConfig::reach_rows) whatever rows it was given (so a longer draft next step never needs a
 // preemption this step's plan did not make). When a running request
 // cannot grow, the most recently admitted running request is preempted (blocks
 // freed, back to the FRONT of the waiting queue, it recomputes prompt + output
@@ -37,6 +37,10 @@ struct SchedulerConfig {
   int64_t max_running = 8;            // requests Prefilling or Decoding at once
   int64_t max_tokens_per_step = 512;  // row budget of one batched forward
   int64_t spec_rows = 1;              // most rows of a decode step: 1 + num_speculative_tokens
+  // Positions a decode step may write from its anchor, reserved before it
+  // is planned: the drafter's whole block where it drafts (longer than
+  // spec_rows when num_speculative_tokens < block_size - 1). 0: spec_rows.
+  int64_t reach_rows = 0;
 };
 
 struct ScheduledRequest {
@@ -59,8 +63,8 @@ struct StepPlan {
 
 class Scheduler {
  public:
-  // Throws flashdraft::Error on max_running < 1, spec_rows < 1 or a row
-  // budget smaller than spec_rows.
+  // Throws flashdraft::Error on max_running < 1, spec_rows < 1, a reach
+  // shorter than spec_rows or a row budget smaller than spec_rows.
   Scheduler(const SchedulerConfig& config, BlockManager& blocks);
 
   // Queues a Waiting request (not owned; it must outlive its time here).
@@ -93,6 +97,8 @@ class Scheduler {
 
   // Most positions a request may ever need at once (its last decode step).
   int64_t max_positions(const Request& request) const;
+  // Positions a decode step may write from its anchor.
+  int64_t reach() const { return config_.reach_rows > 0 ? config_.reach_rows : config_.spec_rows; }
 
  private:
   // Frees running_.back() and puts it at the front of the waiting queue.

@@ -20,4 +20,14 @@ inline StepCostModel::Coefficients cpu_like_costs() {
   return c;
 }
 
+// The same step with rows ~7x cheaper and drafter rows ~15x (a machine whose
+// wide passes cost little more than narrow ones): eight requests at once
+// draft where their drafts keep passing, each its own length (0 to 15).
+inline StepCostModel::Coefficients cheap_row_costs() {
+  StepCostModel::Coefficients c = cpu_like_costs();
+  c[1] = 0.05e-3;   // row
+  c[10] = 0.01e-3;  // drafter row
+  return c;
+}
+
 }  // namespace flashdraft::engine::testing

@@ -27,6 +27,11 @@ foreach(drafter Full Swa)
       FIXTURES_REQUIRED plain_greedy_reference LABELS slow ENVIRONMENT OPENBLAS_NUM_THREADS=1)
   endforeach()
 endforeach()
+foreach(name QuantizedDrafter FewDrafts)
+  add_test(NAME engine_lossless_${name} COMMAND engine_lossless_tests --gtest_filter=Lossless${name}.*)
+  set_tests_properties(engine_lossless_${name} PROPERTIES
+    FIXTURES_REQUIRED plain_greedy_reference LABELS slow ENVIRONMENT OPENBLAS_NUM_THREADS=1)
+endforeach()
 
 fd_add_test(engine_taps_tests
   SOURCES taps_matter_test.cpp shipped_models.cpp
