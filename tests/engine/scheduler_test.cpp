@@ -106,6 +106,29 @@ TEST(Scheduler, DecodeStepsGetSpecRowsAndBlocksForThem) {
   }
 }
 
+// Fewer drafts than the drafter's block: a step verifies spec_rows rows but
+// the drafter writes its whole block (reach_rows positions), so that much is
+// reserved, and a request too long for its last step's reach is refused.
+TEST(Scheduler, DecodeStepsReserveTheirReach) {
+  BlockManager bm(64, 4);
+  Scheduler s({.max_running = 4, .max_tokens_per_step = 64, .spec_rows = 4, .reach_rows = 16}, bm);
+  EXPECT_EQ(s.reach(), 16);
+  auto a = make_request(1, 7, 40);
+  s.add(*a);
+  run_trivially(s.schedule());
+  for (int step = 0; step < 3; ++step) {
+    StepPlan plan = s.schedule();
+    ASSERT_EQ(plan.entries.size(), 1u);
+    const auto& e = plan.entries[0];
+    EXPECT_EQ(e.rows, 4);
+    EXPECT_GE(bm.capacity(e.request->id), e.pos0 + 16);
+    EXPECT_LT(bm.capacity(e.request->id), e.pos0 + 16 + 4);
+    run_trivially(plan);
+  }
+  EXPECT_EQ(s.max_positions(*a), 7 + 40 - 2 + 16);
+  EXPECT_THROW(Scheduler({.max_running = 1, .max_tokens_per_step = 64, .spec_rows = 4, .reach_rows = 3}, bm), Error);
+}
+
 TEST(Scheduler, DecodesComeFirstAndTheRowBudgetIsNeverExceeded) {
   // 22 rows: five decodes leave 2 for prefills, which finally bring a sixth
   // request to decoding, and six decodes would need 24.
