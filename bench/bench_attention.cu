@@ -511,7 +511,7 @@ std::vector<Point> explore_points() {
   // Warp layouts for 16-row blocks (64 GQA entries a kv head) at the batches of a DFlash cycle.
   const fo::AttentionMask bidir{false, 0};
   for (int layout : {14, 22, 42, 41})
-    for (int b : {1, 8})
+    for (int b : {1, 2, 4, 8})
       for (int ctx : {1024, 8192}) {
         pts.push_back({"block16_causal", b, ctx, 16, causal, 32, 8, true, 0, 16, 0, layout});
         pts.push_back({"block16_bidir", b, ctx, 16, bidir, 32, 8, true, 0, 16, 0, layout});

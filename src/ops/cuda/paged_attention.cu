@@ -948,13 +948,18 @@ void launch_hd(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorks
     // Short key ranges whose 16-entry tiles alone fill the GPU in one wave
     // run 1 x 4 (four warps share each tile, the fold stays in the kernel):
     // H100, 16-row blocks at batch 8, ctx 1k: 38.6 us against 48.2 for 4 x 2
-    // in two key groups; at ctx 8k the wider layouts' better throughput per
-    // tile wins (1 x 4 242 us, 4 x 2 209). Up to 2048 keys, a recorded
-    // step's context bucket above 1k (the two are about even at 2k).
+    // in two key groups. Up to 2048 keys, a recorded step's context bucket
+    // above 1k (the two are about even at 2k). Past that, 4 x 1 (two CTAs a
+    // multiprocessor, so twice the key groups) beats 4 x 2 from two
+    // sequences up: H200, ctx 8k, bench_cycle's cycle at batch 2 / 4 / 8
+    // 8.02-8.04 / 11.95-11.97 / 16.10 ms -> 7.65-7.72 / 11.16-11.24 /
+    // 14.84-14.97 (bench_attention --explore: 47.7 / 83.7 / 152.5 us -> 41.9
+    // / 72.9 / 125.9); at 1k (and at batch 1) 4 x 1 lost in the cycle (batch
+    // 4: 9.76-9.77 -> 10.01-10.07 ms) though it won alone, so 4 x 2 stays.
     const int64_t tiles16 = heads * ceil_div(m, 16);
     if (tiles16 >= sms && tiles16 <= 2 * sms && span <= 32 * kBN)
       launch<HD, 1, 4>(prm, batch, span, ws, stream);
-    else if (heads < sms)
+    else if (heads < sms && (heads * 16 <= sms || span <= 32 * kBN))
       launch<HD, 4, 2>(prm, batch, span, ws, stream);
     else
       launch<HD, 4, 1>(prm, batch, span, ws, stream);
