@@ -2,7 +2,7 @@
 # One call on the lent GPU machine: build (scripts/device_build.sh), then the
 # GPU tests and benchmarks, logs under $OUT (default ./gpu-out). Needs
 # .carry (scripts/device_fetch_debs.sh: packages and configs) carried with the call.
-# Usage: bash scripts/gpu_run.sh [tests] [bench] [cycle] [peer] [timeline] [tp] [attention] [profile] [rope] [agreement] [overlap]
+# Usage: bash scripts/gpu_run.sh [tests] [bench] [cycle] [engine] [peer] [timeline] [tp] [attention] [profile] [rope] [agreement] [overlap]
 #   (default: tests bench attention)
 # (A call returns at most 8 files: run profile apart from attention.)
 set -uo pipefail
@@ -28,6 +28,28 @@ if [[ $what == *bench* ]]; then
 fi
 if [[ $what == *cycle* ]]; then
   build-gpu/bench/bench_cycle --target .carry/configs/qwen3-8b --drafter .carry/configs/qwen3-8b-dflash-b16 --contexts 1024,8192 --batches 1,8,32 --reps 30 --draft-quantization none,fp8 2>&1 | tee "$out/bench_cycle.log"
+fi
+if [[ $what == *engine* ]]; then
+  # The engine's own step as a user runs it (flashdraft generate: graphs,
+  # overlapped scheduling, context buckets) at Qwen3-8B shapes, dummy weights,
+  # one request, 15 drafts every step (random weights: tau 1, so decode tok/s
+  # is one over the step time), against plain decoding; the shipped
+  # tokenizer stands in for Qwen's (the prompt is token ids).
+  mkdir -p /tmp/q8/t /tmp/q8/d
+  cp .carry/configs/qwen3-8b/config.json models/target/tokenizer.json models/target/tokenizer_config.json /tmp/q8/t/
+  cp .carry/configs/qwen3-8b-dflash-b16/config.json /tmp/q8/d/
+  for ctx in 1024 8192; do
+    ids=$(python3 -c "import random; random.seed($ctx); print('[' + ','.join(str(random.randrange(8000)) for _ in range($ctx)) + ']')")
+    for m in plain bf16 fp8; do
+      spec=(); [[ $m != plain ]] && spec=(--draft-model /tmp/q8/d --no-adaptive-speculation)
+      [[ $m == fp8 ]] && spec+=(--speculative-draft-model-quantization fp8)
+      echo -n "prompt $ctx tokens + 400 new, $m: "
+      build-gpu/flashdraft generate --model /tmp/q8/t --load-format dummy "${spec[@]}" --prompt-ids "$ids" \
+        --max-tokens 400 --temperature 0 --ignore-eos --max-model-len 16384 2>&1 >/dev/null | grep "prompt tokens" \
+        | grep -oE "decode [0-9.]+ tok/s|dflash tau [0-9.]+" | tr '\n' ' '
+      echo
+    done
+  done 2>&1 | tee "$out/engine_step.log"
 fi
 if [[ $what == *peer* ]]; then
   # The peer at the same shapes: transformers plain decode and z-lab's DFlash loop (batch 1).
