@@ -954,8 +954,10 @@ void launch_hd(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorks
     // sequences up: H200, ctx 8k, bench_cycle's cycle at batch 2 / 4 / 8
     // 8.02-8.04 / 11.95-11.97 / 16.10 ms -> 7.65-7.72 / 11.16-11.24 /
     // 14.84-14.97 (bench_attention --explore: 47.7 / 83.7 / 152.5 us -> 41.9
-    // / 72.9 / 125.9); at 1k (and at batch 1) 4 x 1 lost in the cycle (batch
-    // 4: 9.76-9.77 -> 10.01-10.07 ms) though it won alone, so 4 x 2 stays.
+    // / 72.9 / 125.9); at 1k 4 x 1 lost in the cycle (batch 4: 9.76-9.77 ->
+    // 10.01-10.07 ms) though it won alone, so 4 x 2 stays there, and at
+    // batch 1 (where 2 x 2, also faster alone, lost too: fp8 drafter, 1k,
+    // 5.65-5.69 -> 5.78 ms; 4 x 1 was not tried in the cycle at batch 1).
     const int64_t tiles16 = heads * ceil_div(m, 16);
     if (tiles16 >= sms && tiles16 <= 2 * sms && span <= 32 * kBN)
       launch<HD, 1, 4>(prm, batch, span, ws, stream);
