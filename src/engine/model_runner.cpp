@@ -559,7 +559,7 @@ void ModelRunner::enqueue_step() {
   } unhook{target_};
   target_.forward_prepared(*pool_);
   be.join_beside();
-  if (drafter_ && !drafting_ && !pending_taps_.t.empty() && !taps_in_store_) {
+  if (drafter_ && !drafting_ && !taps_in_store_) {
     // Recorded whatever this step sets aside (its rows say where, or -1).
     be.scatter_rows(target_.taps_tensor(),
                     all.row_slice(static_cast<int64_t>(aside_idx_off_), n_rows_).as<int32_t>(), pending_taps_.t);
@@ -659,8 +659,9 @@ void ModelRunner::write_context(const StepPlan& plan, std::span<const int64_t> k
 int64_t ModelRunner::book_context(const StepPlan& plan, std::span<const int64_t> keep, const BlockManager& blocks) {
   int64_t m = 0;
   for (size_t i = 0; i < plan.entries.size(); ++i) m += std::max<int64_t>(keep[i], 0);
+  if (m > pending_capacity_)  // the store holds at least max_rows, a step's most
+    throw std::logic_error("model runner: a step sets aside more rows than the taps' store holds");
   if (m > 0 && pending_used_ + m > pending_capacity_) flush_context(blocks);
-  if (m > 0) reserve_pending(pending_used_ + m);
   const int64_t first = pending_used_;
   for (size_t i = 0; i < plan.entries.size(); ++i) {
     if (keep[i] <= 0) continue;
@@ -700,15 +701,6 @@ void ModelRunner::forget(RequestId id) {
   // Host bookkeeping only: the ranks' runners are idle between steps.
   for (auto& peer : peers_) peer->forget(id);
   if (pending_.erase(id) > 0 && pending_.empty()) pending_used_ = 0;
-}
-
-void ModelRunner::reserve_pending(int64_t rows) {
-  if (pending_taps_.t.rows >= rows) return;
-  ops::Backend& be = target_.backend();
-  const int64_t grown = std::min(pending_capacity_, std::max({rows, options_.max_rows, 2 * pending_taps_.t.rows}));
-  ops::OwnedTensor bigger = be.alloc_tensor(be.activation_dtype(), grown, tap_width_);
-  if (pending_used_ > 0) be.copy(pending_taps_.t.row_slice(0, pending_used_), bigger.t.row_slice(0, pending_used_));
-  pending_taps_ = std::move(bigger);
 }
 
 void ModelRunner::in_position_order(std::vector<PendingRun>& runs) {

@@ -256,8 +256,6 @@ class ModelRunner {
   int64_t book_context(const StepPlan& plan, std::span<const int64_t> keep, const BlockManager& blocks);
   // Books them and copies their taps into the store, after the step.
   void defer_context(const StepPlan& plan, std::span<const int64_t> keep, const BlockManager& blocks);
-  // Room for `rows` waiting rows' taps, keeping those already there.
-  void reserve_pending(int64_t rows);
   // Drafter context for ctx's rows from rows `rows_of` of `taps` (gathered
   // on the backend unless they are consecutive).
   void write_taps(const ops::Tensor& taps, std::span<const int32_t> rows_of, const model::BatchContext& ctx);
