@@ -416,6 +416,7 @@ struct Point {
   int bs = 16;
   int split_keys = 0;   // keys per split (0: the default)
   int layout = 0;       // forced warp layout, 10 * warps along M + warps per tile (0: the launcher's choice)
+  int bucket = 0;       // max_keys stated this high, as a recorded step states its context bucket (0: exact)
 };
 
 // Keys one sequence's call must read: the union of its rows' visible ranges.
@@ -471,6 +472,7 @@ std::string point_id(const Point& pt) {
   if (pt.bs != 16) id += "_bs" + std::to_string(pt.bs);
   if (pt.split_keys) id += "_sk" + std::to_string(pt.split_keys);
   if (pt.layout) id += "_w" + std::to_string(pt.layout);
+  if (pt.bucket) id += "_bucket" + std::to_string(pt.bucket);
   return id;
 }
 
@@ -518,6 +520,17 @@ std::vector<Point> explore_points() {
       }
   for (int b : {1, 8})
     for (int ctx : {1024, 8192}) pts.push_back({"decode", b, ctx, 1, causal});
+  // A recorded step past 8k keys is launched for the 16384-key bucket: the
+  // same calls with max_keys stated that high.
+  for (int bucket : {0, 16384})
+    for (int ctx : {8208, 12000}) {
+      pts.push_back({"decode", 1, ctx, 1, causal, 32, 8, true, 0, 16, 0, 0, bucket});
+      pts.push_back({"block16_bidir", 1, ctx, 16, bidir, 32, 8, true, 0, 16, 0, 0, bucket});
+      pts.push_back({"block16_causal", 1, ctx, 16, causal, 32, 8, true, 0, 16, 0, 0, bucket});
+    }
+  // Past 8192 keys a batch-1 block's 512-key splits no longer fit 16 groups
+  // of one split (4 x 2: one CTA a multiprocessor); layouts with more CTAs.
+  for (int layout : {0, 22, 41}) pts.push_back({"block16_bidir", 1, 8600, 16, bidir, 32, 8, true, 0, 16, 0, layout, 16384});
   return pts;
 }
 
@@ -568,7 +581,9 @@ int run_bench(const char* csv_path, int reps, const std::vector<Point>& pts, con
     auto call = [&](int set) {
       const fo::Tensor tk = view(ks[set], static_cast<int64_t>(n_slots), nkv * hd, nkv * hd);
       const fo::Tensor tv = view(vs[set], static_cast<int64_t>(n_slots), nkv * hd, nkv * hd);
-      fc::paged_attention(tq, tk, tv, to, meta.batch, pt.mask, nh, nkv, hd, scale, ws, 0);
+      fo::AttnBatch batch = meta.batch;
+      batch.max_keys = std::max(batch.max_keys, pt.bucket);
+      fc::paged_attention(tq, tk, tv, to, batch, pt.mask, nh, nkv, hd, scale, ws, 0);
     };
     fc::set_paged_attention_forced_splits(pt.splits);
     fc::set_paged_attention_split_keys(pt.split_keys);

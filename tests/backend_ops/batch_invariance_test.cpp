@@ -250,7 +250,8 @@ TEST_P(BatchInvariance, AttentionRowDoesNotDependOnTheBatch) {
   // The sequence of interest gets `rows` rows from position C - at (row `at`
   // is the row of interest), then (if crowd) each other sequence 16 rows.
   int32_t C = 0;
-  const auto run = [&](int32_t rows, int32_t at, bool crowd, const AttentionMask& mask) {
+  // keys_bucket: max_keys stated that high, as a recorded step states its context bucket.
+  const auto run = [&](int32_t rows, int32_t at, bool crowd, const AttentionMask& mask, int32_t keys_bucket = 0) {
     std::vector<int32_t> q_start = {0}, pos0, bt, positions;
     const size_t n_seqs = crowd ? tables.size() : 1;
     const int32_t max_blocks = 600;
@@ -274,6 +275,7 @@ TEST_P(BatchInvariance, AttentionRowDoesNotDependOnTheBatch) {
       max_keys = std::max(max_keys, pos0[s] + q_start[s + 1] - q_start[s]);
       max_rows = std::max(max_rows, q_start[s + 1] - q_start[s]);
     }
+    max_keys = std::max(max_keys, keys_bucket);
     AttnBatch batch{static_cast<int32_t>(n_seqs), n_rows, max_rows, max_keys, max_blocks, static_cast<int32_t>(bs),
                     qs.t.as<int32_t>(), ps.t.as<int32_t>(), bts.t.as<int32_t>(), pos.t.as<int32_t>(), nullptr};
     const int64_t q0 = kAnchor - at;
@@ -299,6 +301,9 @@ TEST_P(BatchInvariance, AttentionRowDoesNotDependOnTheBatch) {
       EXPECT_TRUE(same_bits(run(16, 0, false, mask).data(), decode.data(), q_dim)) << "verify row 0 vs decode";
       EXPECT_TRUE(same_bits(run(1, 0, true, mask).data(), decode.data(), q_dim)) << "decode among 7 others";
       EXPECT_TRUE(same_bits(run(16, 0, true, mask).data(), decode.data(), q_dim)) << "verify row 0 among 7 others";
+      for (const int32_t bucket : {8192, 16384})
+        EXPECT_TRUE(same_bits(run(16, 0, false, mask, bucket).data(), decode.data(), q_dim))
+            << "verify row 0 in a step recorded for " << bucket << " keys";
       for (const auto& [rows, at] : chunks) {
         EXPECT_TRUE(same_bits(run(rows, at, false, mask).data(), decode.data(), q_dim))
             << "row " << at << " of a " << rows << "-row prefill chunk vs decode";
@@ -313,6 +318,8 @@ TEST_P(BatchInvariance, AttentionRowDoesNotDependOnTheBatch) {
     const auto alone = run(16, 0, false, block);
     EXPECT_TRUE(same_bits(run(16, 0, true, block).data(), alone.data(), q_dim))
         << "block among 7 others, window " << window;
+    EXPECT_TRUE(same_bits(run(16, 0, false, block, 16384).data(), alone.data(), q_dim))
+        << "block in a step recorded for 16384 keys, window " << window;
   }
 }
 

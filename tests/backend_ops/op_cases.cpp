@@ -600,6 +600,7 @@ std::vector<OpCase> op_cases(DType dtype) {
     int64_t window;
     std::vector<SeqRows> seqs;
     bool strided;
+    int32_t keys_bucket = 0;
   };
   const auto C = MaskKind::Causal, B = MaskKind::Bidirectional, W = MaskKind::Window,
              N = MaskKind::BidirectionalWindow;
@@ -637,6 +638,13 @@ std::vector<OpCase> op_cases(DType dtype) {
       {128, 64, 8, N, 2048, {{32000, 16}, {100, 16}, {2047, 16}}, true},
       {64, 32, 8, N, 100, {{0, 200}, {1000, 200}}, false},
       {128, 32, 8, N, 1, {{50, 16}, {0, 1}}, false},
+      // Recorded steps: the launch sized for the context bucket (max_keys
+      // 16384), the sequences far shorter, so each CTA refits its key groups.
+      {128, 32, 8, C, 0, {{8200, 1}}, false, 16384},
+      {128, 32, 8, C, 0, {{8200, 16}}, false, 16384},
+      {128, 32, 8, B, 0, {{9000, 16}}, false, 16384},
+      {128, 32, 8, C, 0, {{5000, 16}, {700, 16}}, false, 16384},
+      {128, 32, 8, W, 2048, {{8200, 16}}, false, 16384},
   };
   for (const Attn& a : attn) {
     OpCase c{.op = Op::PagedAttention,
@@ -646,12 +654,14 @@ std::vector<OpCase> op_cases(DType dtype) {
              .head_dim = a.hd,
              .mask = a.mask,
              .window = a.window,
-             .seqs = a.seqs};
+             .seqs = a.seqs,
+             .keys_bucket = a.keys_bucket};
     const std::string mask = a.mask == C   ? "causal"
                              : a.mask == B ? "bidir"
                                            : (a.mask == N ? "bidirwin" : "win") + S(a.window);
     c.name = "paged_attention_" + mask + "_hd" + S(a.hd) + "_gqa" + S(a.heads / a.kv) + "_h" + S(a.heads) + "_" +
-             seqs_label(a.seqs) + (a.strided ? "_strided" : "");
+             seqs_label(a.seqs) + (a.strided ? "_strided" : "") +
+             (a.keys_bucket > 0 ? "_bucket" + S(a.keys_bucket) : "");
     add(c);
   }
 
@@ -814,6 +824,7 @@ std::shared_ptr<const CaseData> make_case_data(const OpCase& c, uint64_t seed) {
     }
     case Op::PagedAttention: {
       d->attn = make_attn_batch(c.seqs, c.block_size, rng.next());
+      d->attn.max_keys = std::max(d->attn.max_keys, c.keys_bucket);
       const int64_t q_w = c.strided ? qkv_w : c.heads * hd, kv_row = c.kv_heads * hd;
       d->x = rng.uniform(static_cast<size_t>(d->attn.n_rows * q_w), -2.0f, 2.0f);
       // NaN in every slot no sequence owns: spare blocks, the tails of last blocks.

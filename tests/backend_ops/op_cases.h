@@ -74,6 +74,7 @@ struct OpCase {
   MaskKind mask = MaskKind::None;
   int64_t window = 0;
   std::vector<SeqRows> seqs = {};  // attention and rope_store_kv: the batch's sequences
+  int32_t keys_bucket = 0;         // attention: max_keys stated this high (a recorded step's context bucket)
   int32_t block_size = 16;
 };
 

@@ -89,6 +89,23 @@ struct SplitTiers {
   int longest() const { return len[kTiers - 1]; }
 };
 static_assert(SplitTiers{}.consistent(), "SplitTiers: first[] does not match the tier ends and lengths");
+// Groups of keys for a range of `range` keys cut into at most `most` groups
+// (a last one may take a short tail past them): the shortest power-of-two
+// multiple of the first split length (see launch()). The host and the kernel
+// (refitting a recorded step's groups to the real range) share it.
+__host__ __device__ inline int group_keys_for(int range, int most, int first_split, int cap) {
+  int keys = first_split;
+  const int m = most > 1 ? most : 1;
+  while (keys < cap && range / keys > m) keys *= 2;
+  return keys;
+}
+// Both steps of the host's rule: one CTA an SM while that leaves a group at
+// most 8 tiles (kBN 64 each), else as many as fit.
+__host__ __device__ inline int fit_group_keys(int range, const int (&most)[2], int first_split, int cap) {
+  const int keys = group_keys_for(range, most[0], first_split, cap);
+  return keys > 8 * 64 ? group_keys_for(range, most[1], first_split, cap) : keys;
+}
+
 SplitTiers uniform_tiers(int keys) {
   SplitTiers t;
   for (int i = 0; i < SplitTiers::kTiers; ++i) t.len[i] = keys, t.first[i] = 0;
@@ -120,6 +137,13 @@ struct Params {
   // equal keys although splits lengthen. slots: partial slots per row (the
   // most splits a row's range can touch), counted from that split.
   int groups, group_keys, slots;
+  // Where the grid was sized for a longer key range than a CTA's own (a
+  // recorded step sizes it for its context bucket), the CTA sizes its groups
+  // from its own range by the host's rule (group_keys_for with fit_most[0],
+  // then [1]; 0: keep group_keys), so the groups' keys shrink with the range
+  // and more CTAs share it: never more keys than group_keys, never more
+  // groups than the grid has.
+  int fit_most[2];
   SplitTiers splits;
   int causal, window;        // window 0: none
   float scale_log2;
@@ -274,12 +298,17 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
     return b < p.max_blocks ? __ldg(table + b) : 0;
   };
   // The first split of group g, counted from split `base` (first key a).
+  int group_keys = p.group_keys;
   auto group_first = [&](int g, int base, int a) {
-    return g == 0 ? base : p.splits.of(a + g * p.group_keys - 1) + 1;
+    return g == 0 ? base : p.splits.of(a + g * group_keys - 1) + 1;
   };
   const int lane_key = warp * RW + (lane % RW);  // the key (within a tile) whose slot this lane looks up
   int first_blk[kStages];
-  if (p.window == 0) {
+  // Looked up by the host's groups; a CTA whose refit (below) changes them
+  // looks up again after, through the window's late lookup (a second early
+  // one cost the 4 x 1 kernel 84 bytes of spills at its 255 registers).
+  const bool early_tiles = p.window == 0;
+  if (early_tiles) {
 #pragma unroll
     for (int st = 0; st < kStages; ++st)
       first_blk[st] = load_block(p.splits.begin(group_first(grp, 0, 0)) + st * kBN + lane_key);
@@ -304,6 +333,7 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
   // Partial slots count splits from that one; the last group marks every
   // slot past its own empty.
   const int base = p.splits.of(lo), base_key = p.splits.begin(base);
+  if (p.fit_most[0] > 0) group_keys = fit_group_keys(hi - base_key, p.fit_most, p.splits.len[0], p.group_keys);
   const int first_split = group_first(grp, base, base_key);
   const int end_split = group_first(grp + 1, base, base_key);
   const int slot0 = first_split - base;
@@ -331,7 +361,7 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
   // A tile needs per-element masking unless every key in it is visible to every row of the CTA.
   const int lo_all = p.window > 0 ? p_last - p.window + 1 : 0;
   const int hi_all = p.causal ? p_first : p.window > 0 ? min(kv_len, p_first + p.window) - 1 : kv_len - 1;
-  if (p.window != 0) {
+  if (!early_tiles || group_keys != p.group_keys) {  // a window's first tiles, or a refitted CTA's
 #pragma unroll
     for (int st = 0; st < kStages; ++st) first_blk[st] = load_block(k_begin + st * kBN + lane_key);
   }
@@ -685,17 +715,47 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
 // weights come from one thread (a short sequential chain, as in the kernel's
 // fold); the partial sums of up to kReduceBatch splits are loaded at once.
 constexpr int kReduceBatch = 32;
+struct ReduceParams {
+  const float* part_o;
+  const float2* part_ml;
+  bf16* out;
+  int64_t out_ld;
+  int n_rows, n_heads, slots;
+  // To bound a row's slots by its position: a recorded step's slots cover
+  // its context bucket, mostly past the row's keys (empty, but each a load).
+  const int32_t* positions;
+  SplitTiers splits;
+  int causal, window, max_rows;
+};
+
+// Slots past this many (counted as the attention kernel counts them, from
+// the split holding its CTA's first key) are empty for a row at `pos`: its
+// last visible key is at most `pos` (causal) or within the sequence, whose
+// rows are at most max_rows; its CTA's first key is at least the window's
+// start for the sequence's first row. Bounds only: skipping slots that are
+// empty anyway changes no bits.
+__device__ __forceinline__ int row_slots(const ReduceParams& r, int pos) {
+  int last = r.causal ? pos : pos + r.max_rows - 1;
+  if (r.window > 0 && !r.causal) last = min(last, pos + r.window - 1);
+  const int first = r.window > 0 ? max(0, pos - (r.max_rows - 1) - r.window + 1) : 0;
+  const SplitTiers splits = r.splits;  // a copy in registers (the parameter's would go through the stack)
+  return min(r.slots, max(0, splits.of(last) - splits.of(first) + 1));
+}
+
 template <int HD>
-__global__ void __launch_bounds__(HD)
-    paged_attention_reduce_kernel(const float* __restrict__ part_o, const float2* __restrict__ part_ml,
-                                  bf16* __restrict__ out, int64_t out_ld, int n_rows, int n_heads, int slots) {
+__global__ void __launch_bounds__(HD) paged_attention_reduce_kernel(const ReduceParams r) {
+  const int w = blockIdx.x;  // row * n_heads + head
+  // The row's position is a step input, ready before the attention grid ends.
+  const int slots = r.positions ? row_slots(r, __ldg(r.positions + w / r.n_heads)) : r.slots;
+  const float* __restrict__ part_o = r.part_o;
+  const float2* __restrict__ part_ml = r.part_ml;
+  const int n_rows = r.n_rows, n_heads = r.n_heads;
   // Launched as a programmatic dependent: it may start while the attention grid drains.
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
   // And lets the output projection (a GEMM) be scheduled while this runs.
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   extern __shared__ float2 s_w[];  // per slot: (m, l), then the weights (a, b); b < 0: an empty split
   __shared__ float s_l;
-  const int w = blockIdx.x;  // row * n_heads + head
   const int e = threadIdx.x;
   const int64_t stride = static_cast<int64_t>(n_rows) * n_heads;
   const float* src = part_o + static_cast<int64_t>(w) * HD + e;
@@ -729,7 +789,7 @@ __global__ void __launch_bounds__(HD)
     }
   }
   const int row = w / n_heads, h = w % n_heads;
-  out[static_cast<int64_t>(row) * out_ld + h * HD + e] = __float2bfloat16_rn(fold_result(acc, s_l));
+  r.out[static_cast<int64_t>(row) * r.out_ld + h * HD + e] = __float2bfloat16_rn(fold_result(acc, s_l));
 }
 
 // ---- host side ----
@@ -830,13 +890,9 @@ void launch(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorkspac
   // split before it under a window.
   const int64_t sms = device_sms(dev);
   const int64_t reach = span + (prm.window > 0 ? prm.splits.longest() : 0);
-  auto keys_for = [&](int64_t most_groups) {
-    int64_t keys = prm.splits.len[0];
-    while (reach / keys > std::max<int64_t>(most_groups, 1)) keys *= 2;
-    return keys;
-  };
-  int64_t group_keys = keys_for(sms / units);
-  if (group_keys > 8 * kBN) group_keys = keys_for(sms * C::kCtasPerSm / units);
+  const auto clamp_int = [](int64_t v) { return static_cast<int>(std::min<int64_t>(v, 1 << 30)); };
+  const int most[2] = {clamp_int(sms / units), clamp_int(sms * C::kCtasPerSm / units)};
+  int64_t group_keys = fit_group_keys(clamp_int(reach), most, prm.splits.len[0], 1 << 30);
   if (g_forced_groups > 0)
     group_keys = std::max<int64_t>(kBN, ceil_div(ceil_div(reach, g_forced_groups), kBN) * kBN);
   // A batch that fills the GPU folds in the kernel.
@@ -854,6 +910,14 @@ void launch(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorkspac
     --groups;
   prm.groups = static_cast<int>(groups);
   prm.group_keys = static_cast<int>(groups > 1 ? group_keys : reach);
+  // A CTA of a shorter range than `reach` refits (Params::fit_most), bounded
+  // by the grid's groups: with its range equal to reach that gives
+  // group_keys again (each step's shortest fit is group_keys or longer).
+  prm.fit_most[0] = prm.fit_most[1] = 0;
+  if (groups > 1 && g_forced_groups == 0) {
+    prm.fit_most[0] = std::min(most[0], prm.groups);
+    prm.fit_most[1] = std::min(most[1], prm.groups);
+  }
   const int64_t slots = n_splits;
   prm.slots = static_cast<int>(slots);
   if (groups > 1) {
@@ -912,10 +976,10 @@ void launch(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorkspac
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
-    const cudaError_t e = cudaLaunchKernelEx(&cfg, paged_attention_reduce_kernel<HD>,
-                                             static_cast<const float*>(prm.part_o),
-                                             static_cast<const float2*>(prm.part_ml), prm.out, prm.out_ld,
-                                             batch.n_rows, prm.n_heads, static_cast<int>(slots));
+    const ReduceParams rp{prm.part_o,      prm.part_ml, prm.out,      prm.out_ld, batch.n_rows, prm.n_heads,
+                          static_cast<int>(slots), batch.positions, prm.splits, prm.causal, prm.window,
+                          batch.max_rows};
+    const cudaError_t e = cudaLaunchKernelEx(&cfg, paged_attention_reduce_kernel<HD>, rp);
     if (e != cudaSuccess) throw Error(std::string("paged_attention: reduce launch: ") + cudaGetErrorString(e));
   }
 }

@@ -14,6 +14,12 @@
 // verify block, prefill chunk of any size and start, any batch);
 // tests/backend_ops/batch_invariance_test.cpp checks it.
 //
+// batch.max_keys may overstate the longest key range (a recorded step states
+// its context bucket): the grid is sized for it, and each CTA refits its key
+// groups to its own range. batch.positions, where given, must agree with
+// pos0 and q_start (Backend's contract): the split reduce bounds each row's
+// partials by its position.
+//
 // The workspace grows with cudaMalloc (never shrinks) the first time a call
 // needs more partials scratch than it holds; warm up with the largest batch
 // before capturing a CUDA graph.
