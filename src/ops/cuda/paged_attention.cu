@@ -100,10 +100,10 @@ __host__ __device__ inline int group_keys_for(int range, int most, int first_spl
   return keys;
 }
 // Both steps of the host's rule: one CTA an SM while that leaves a group at
-// most 8 tiles (kBN 64 each), else as many as fit.
+// most 8 tiles of kBN keys, else as many as fit.
 __host__ __device__ inline int fit_group_keys(int range, const int (&most)[2], int first_split, int cap) {
   const int keys = group_keys_for(range, most[0], first_split, cap);
-  return keys > 8 * 64 ? group_keys_for(range, most[1], first_split, cap) : keys;
+  return keys > 8 * kBN ? group_keys_for(range, most[1], first_split, cap) : keys;
 }
 
 SplitTiers uniform_tiers(int keys) {
