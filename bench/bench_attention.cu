@@ -3,10 +3,11 @@
 // plain program printing tables. Standalone: it calls the launcher in
 // src/ops/cuda/paged_attention.h directly, no backend object.
 //
-//   bench_attention [--check] [--bench] [--explore] [--only POINT_ID] [--csv FILE] [--reps N]
+//   bench_attention [--check] [--bench] [--explore] [--only ID[,ID...]] [--csv FILE] [--reps N]
 //
 // --explore runs tuning sweeps (forced split counts, block order, block size);
-// --only runs one point by its id (as printed last on each row), e.g. under ncu.
+// --only runs the points of a comma-separated list of ids (as printed last on
+// each row), e.g. one under ncu.
 //
 // Timing: CUDA events around each call (launches queued back to back), a
 // warm-up, the median of --reps (default 30) calls, rotating over enough K/V
@@ -528,10 +529,31 @@ std::vector<Point> explore_points() {
       pts.push_back({"block16_bidir", 1, ctx, 16, bidir, 32, 8, true, 0, 16, 0, 0, bucket});
       pts.push_back({"block16_causal", 1, ctx, 16, causal, 32, 8, true, 0, 16, 0, 0, bucket});
     }
-  // Past 8192 keys a batch-1 block's 512-key splits no longer fit 16 groups
-  // of one split (4 x 2: one CTA a multiprocessor); layouts with more CTAs.
-  for (int layout : {0, 22, 41}) pts.push_back({"block16_bidir", 1, 8600, 16, bidir, 32, 8, true, 0, 16, 0, layout, 16384});
+  // Batch-1 blocks past 2048 keys: 4 x 2 (one CTA a multiprocessor) against
+  // 4 x 1 (two), exact and at the 16384-key bucket, where 4 x 2's last key
+  // group takes a long tail (past 8192 + 512 keys its groups double).
+  for (int layout : {0, 42, 41}) {
+    for (int ctx : {4096, 8192}) {
+      pts.push_back({"block16_bidir", 1, ctx, 16, bidir, 32, 8, true, 0, 16, 0, layout});
+      pts.push_back({"block16_causal", 1, ctx, 16, causal, 32, 8, true, 0, 16, 0, layout});
+    }
+    for (int ctx : {8400, 8600, 12000, 16368}) {
+      pts.push_back({"block16_bidir", 1, ctx, 16, bidir, 32, 8, true, 0, 16, 0, layout, 16384});
+      pts.push_back({"block16_causal", 1, ctx, 16, causal, 32, 8, true, 0, 16, 0, layout, 16384});
+    }
+  }
   return pts;
+}
+
+// Whether `id` is one of the comma-separated ids in `list`.
+bool listed(const std::string& list, const std::string& id) {
+  size_t from = 0;
+  while (from <= list.size()) {
+    const size_t to = std::min(list.find(',', from), list.size());
+    if (list.compare(from, to - from, id) == 0) return true;
+    from = to + 1;
+  }
+  return false;
 }
 
 int run_bench(const char* csv_path, int reps, const std::vector<Point>& pts, const char* only) {
@@ -554,7 +576,7 @@ int run_bench(const char* csv_path, int reps, const std::vector<Point>& pts, con
   std::printf("%-22s %5s %6s %5s %10s %8s %9s %8s %7s %s\n", "point", "batch", "ctx", "rows", "time_us", "+-us",
               "KV_MB", "GB/s", "of_copy", "plan (warps m x k, m_tiles, key groups x keys, ctas, stages)");
   for (const Point& pt : pts) {
-    if (only && point_id(pt) != only) continue;
+    if (only && !listed(only, point_id(pt))) continue;
     const int nh = pt.nh, nkv = pt.nkv, bs = pt.bs;
     const int pos0 = pt.rows == 1 ? pt.ctx - 1 : pt.ctx;
     const Layout L = make_layout(hd, nh, nkv, bs, std::vector<Seq>(pt.batch, Seq{pos0, pt.rows}), rng, 0, pt.shuffle);
@@ -664,7 +686,7 @@ int main(int argc, char** argv) {
     } else if (a == "--reps" && i + 1 < argc) {
       reps = std::max(5, std::atoi(argv[++i]));
     } else {
-      std::fprintf(stderr, "usage: %s [--check] [--bench] [--explore] [--only POINT_ID] [--csv FILE] [--reps N]\n",
+      std::fprintf(stderr, "usage: %s [--check] [--bench] [--explore] [--only ID[,ID...]] [--csv FILE] [--reps N]\n",
                    argv[0]);
       return 2;
     }

@@ -862,6 +862,50 @@ int64_t path_tiles(int64_t units, int64_t n_kv, int64_t groups, int64_t group_ke
   return total;
 }
 
+// How launch() cuts each (sequence, kv head, M tile) unit's key range of
+// `reach` keys into CTA groups, for a layout that fits `per_sm` CTAs a
+// multiprocessor.
+struct Grouping {
+  int64_t groups = 1, group_keys = 0;
+  int most[2] = {0, 0};  // the host's rule's bounds (Params::fit_most before the grid's cap)
+  int64_t capacity = 0;  // CTAs resident at once
+};
+Grouping plan_groups(const SplitTiers& splits, int64_t units, int64_t n_kv, int64_t reach, int64_t sms, int per_sm) {
+  // Batches too small to give every SM a CTA have their key range cut into
+  // groups of whole splits, of equal keys: 128 x 2^i of them, which puts
+  // group edges on split edges (a group never takes two 512-key splits where
+  // its neighbours take one). One CTA per SM while that leaves each at most
+  // 8 tiles, else as many CTAs as fit; a last, partial group may go past
+  // (a 16-row block's 16 keys past 8k). H100, decode batch 1, 8k: 16 groups
+  // of 8 tiles 26.3 us, 32 of 4 tiles 28.0; 16k: 16 of 16 tiles 40.9, 32 of
+  // 8 tiles 38.6; a second wave of CTAs costs more than an idle SM. The
+  // grouping changes no bits (see the top), only where the fold runs. A
+  // group's keys start at the split holding its first key, up to one longest
+  // split before it under a window.
+  Grouping g;
+  const auto clamp_int = [](int64_t v) { return static_cast<int>(std::min<int64_t>(v, 1 << 30)); };
+  g.most[0] = clamp_int(sms / units);
+  g.most[1] = clamp_int(sms * per_sm / units);
+  g.capacity = sms * per_sm;
+  g.group_keys = fit_group_keys(clamp_int(reach), g.most, splits.len[0], 1 << 30);
+  if (g_forced_groups > 0)
+    g.group_keys = std::max<int64_t>(kBN, ceil_div(ceil_div(reach, g_forced_groups), kBN) * kBN);
+  // A batch that fills the GPU folds in the kernel.
+  g.groups = units >= sms && g_forced_groups == 0 ? 1 : std::max<int64_t>(1, ceil_div(reach, g.group_keys));
+  // The last group may be a few keys (a 16-row block's 16 past 1024). Where
+  // its CTAs push full-length ones into a second wave, the group before it
+  // takes them instead (H100, 16-row blocks at batch 8, ctx 1k: 61 -> 48 us);
+  // where they only trail the first wave it stays (batch 1, 8k: 36.7 us
+  // against 40.6 merged). A grid of one wave never gains by it (its longest
+  // CTA only gets longer), so most small calls skip the comparison.
+  if (g.groups > 1 && g_forced_groups == 0 && units * g.groups > g.capacity &&
+      path_tiles(units, n_kv, g.groups - 1, g.group_keys, reach, g.capacity) <
+          path_tiles(units, n_kv, g.groups, g.group_keys, reach, g.capacity))
+    --g.groups;
+  if (g.groups <= 1) g.group_keys = reach;
+  return g;
+}
+
 template <int HD, int WM, int WK>
 void launch(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorkspace& ws, cudaStream_t stream) {
   using C = Cfg<HD, WM, WK, kStagesShared>;
@@ -877,46 +921,18 @@ void launch(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorkspac
   // Splits only lengthen with the key, so a range starting past 0 touches no
   // more of them than one starting at 0, plus one when it starts unaligned.
   const int64_t n_splits = prm.splits.of(static_cast<int>(span - 1)) + 1 + (prm.window > 0 ? 1 : 0);
-  // Batches too small to give every SM a CTA have their key range cut into
-  // groups of whole splits, of equal keys: 128 x 2^i of them, which puts
-  // group edges on split edges (a group never takes two 512-key splits where
-  // its neighbours take one). One CTA per SM while that leaves each at most
-  // 8 tiles, else as many CTAs as fit; a last, partial group may go past
-  // (a 16-row block's 16 keys past 8k). H100, decode batch 1, 8k: 16 groups
-  // of 8 tiles 26.3 us, 32 of 4 tiles 28.0; 16k: 16 of 16 tiles 40.9, 32 of
-  // 8 tiles 38.6; a second wave of CTAs costs more than an idle SM. The
-  // grouping changes no bits (see the top), only where the fold runs. A
-  // group's keys start at the split holding its first key, up to one longest
-  // split before it under a window.
-  const int64_t sms = device_sms(dev);
   const int64_t reach = span + (prm.window > 0 ? prm.splits.longest() : 0);
-  const auto clamp_int = [](int64_t v) { return static_cast<int>(std::min<int64_t>(v, 1 << 30)); };
-  const int most[2] = {clamp_int(sms / units), clamp_int(sms * C::kCtasPerSm / units)};
-  int64_t group_keys = fit_group_keys(clamp_int(reach), most, prm.splits.len[0], 1 << 30);
-  if (g_forced_groups > 0)
-    group_keys = std::max<int64_t>(kBN, ceil_div(ceil_div(reach, g_forced_groups), kBN) * kBN);
-  // A batch that fills the GPU folds in the kernel.
-  int64_t groups = units >= sms && g_forced_groups == 0 ? 1 : std::max<int64_t>(1, ceil_div(reach, group_keys));
-  // The last group may be a few keys (a 16-row block's 16 past 1024). Where
-  // its CTAs push full-length ones into a second wave, the group before it
-  // takes them instead (H100, 16-row blocks at batch 8, ctx 1k: 61 -> 48 us);
-  // where they only trail the first wave it stays (batch 1, 8k: 36.7 us
-  // against 40.6 merged). A grid of one wave never gains by it (its longest
-  // CTA only gets longer), so most small calls skip the comparison.
-  const int64_t capacity = sms * C::kCtasPerSm;
-  if (groups > 1 && g_forced_groups == 0 && units * groups > capacity &&
-      path_tiles(units, prm.n_kv, groups - 1, group_keys, reach, capacity) <
-          path_tiles(units, prm.n_kv, groups, group_keys, reach, capacity))
-    --groups;
+  const Grouping plan = plan_groups(prm.splits, units, prm.n_kv, reach, device_sms(dev), C::kCtasPerSm);
+  const int64_t groups = plan.groups;
   prm.groups = static_cast<int>(groups);
-  prm.group_keys = static_cast<int>(groups > 1 ? group_keys : reach);
+  prm.group_keys = static_cast<int>(plan.group_keys);
   // A CTA of a shorter range than `reach` refits (Params::fit_most), bounded
   // by the grid's groups: with its range equal to reach that gives
   // group_keys again (each step's shortest fit is group_keys or longer).
   prm.fit_most[0] = prm.fit_most[1] = 0;
   if (groups > 1 && g_forced_groups == 0) {
-    prm.fit_most[0] = std::min(most[0], prm.groups);
-    prm.fit_most[1] = std::min(most[1], prm.groups);
+    prm.fit_most[0] = std::min(plan.most[0], prm.groups);
+    prm.fit_most[1] = std::min(plan.most[1], prm.groups);
   }
   const int64_t slots = n_splits;
   prm.slots = static_cast<int>(slots);
@@ -1021,11 +1037,34 @@ void launch_hd(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorks
     // / 72.9 / 125.9); at 1k 4 x 1 lost in the cycle (batch 4: 9.76-9.77 ->
     // 10.01-10.07 ms) though it won alone, so 4 x 2 stays there, and at
     // batch 1 (where 2 x 2, also faster alone, lost too: fp8 drafter, 1k,
-    // 5.65-5.69 -> 5.78 ms; 4 x 1 was not tried in the cycle at batch 1).
+    // 5.65-5.69 -> 5.78 ms).
     const int64_t tiles16 = heads * ceil_div(m, 16);
+    // At batch 1 past 2048 keys, 4 x 2 needs one CTA a multiprocessor, so a
+    // kv head gets at most sms / 8 key groups: past 16 x 512 keys its groups
+    // double or its last one takes a long tail (a recorded step's 16384-key
+    // bucket: 16 tiles a CTA). 4 x 1 fits two a multiprocessor, and runs
+    // where that takes 3 tiles or more off the critical path: inside the
+    // cycle a 4 x 1 grid costs about two tiles more than alone (H200,
+    // bench_cycle at 8192 keys, paths of 9 tiles against 8: cycle 6.21 ms
+    // with 4 x 2, 6.44 with 4 x 1, 41 calls, although alone 4 x 1 took 30.0
+    // us against 31.0). At the 16384-key bucket (16 against 8) it took the
+    // engine's DFlash step from 152.4-152.9 to 154.4-154.8 tok/s at 8192 +
+    // 400 tokens and from 142.7 to 150.4-150.6 at 12000 + 400
+    // (bench_attention_notes.md).
+    auto four_by_one_shorter = [&] {
+      const int64_t units = heads;  // one 64-entry M tile a kv head
+      const int64_t reach = span + (prm.window > 0 ? prm.splits.longest() : 0);
+      auto path = [&](int per_sm) {
+        const Grouping g = plan_groups(prm.splits, units, prm.n_kv, reach, sms, per_sm);
+        return path_tiles(units, prm.n_kv, g.groups, g.group_keys, reach, g.capacity);
+      };
+      return path(Cfg<HD, 4, 2, kStagesShared>::kCtasPerSm) >= path(Cfg<HD, 4, 1, kStagesShared>::kCtasPerSm) + 3;
+    };
     if (tiles16 >= sms && tiles16 <= 2 * sms && span <= 32 * kBN)
       launch<HD, 1, 4>(prm, batch, span, ws, stream);
-    else if (heads < sms && (heads * 16 <= sms || span <= 32 * kBN))
+    else if (heads < sms && span <= 32 * kBN)
+      launch<HD, 4, 2>(prm, batch, span, ws, stream);
+    else if (heads * 16 <= sms && !four_by_one_shorter())
       launch<HD, 4, 2>(prm, batch, span, ws, stream);
     else
       launch<HD, 4, 1>(prm, batch, span, ws, stream);
