@@ -574,7 +574,7 @@ int run_bench(const char* csv_path, int reps, const std::vector<Point>& pts, con
   }
   std::vector<BenchRow> out;
   std::printf("%-22s %5s %6s %5s %10s %8s %9s %8s %7s %s\n", "point", "batch", "ctx", "rows", "time_us", "+-us",
-              "KV_MB", "GB/s", "of_copy", "plan (warps m x k, m_tiles, key groups x keys, ctas, stages)");
+              "KV_MB", "GB/s", "of_copy", "plan (warps m x k, m_tiles, key groups x keys, ctas, stages, CTAs a multiprocessor)");
   for (const Point& pt : pts) {
     if (only && !listed(only, point_id(pt))) continue;
     const int nh = pt.nh, nkv = pt.nkv, bs = pt.bs;
@@ -634,10 +634,10 @@ int run_bench(const char* csv_path, int reps, const std::vector<Point>& pts, con
     fc::set_paged_attention_forced_splits(0);
     fc::set_paged_attention_split_keys(0);
     fc::set_paged_attention_forced_layout(0, 0);
-    std::printf("%-22s %5d %6d %5d %10.1f %8.1f %9.1f %8.0f %7.2f %dx%d, %d, %d x %d, %d, %d  %s\n", pt.name.c_str(),
+    std::printf("%-22s %5d %6d %5d %10.1f %8.1f %9.1f %8.0f %7.2f %dx%d, %d, %d x %d, %d, %d, %d/SM  %s\n", pt.name.c_str(),
                 pt.batch, pt.ctx, pt.rows, r.us, r.spread, r.mb, r.gbps, r.frac, r.plan.rows_per_cta / 16,
                 r.plan.warps_k, r.plan.m_tiles,
-                r.plan.splits, r.plan.chunk_keys, r.plan.ctas, r.plan.stages, point_id(pt).c_str());
+                r.plan.splits, r.plan.chunk_keys, r.plan.ctas, r.plan.stages, r.plan.ctas_per_sm, point_id(pt).c_str());
     std::fflush(stdout);
     r.name = point_id(pt);
     out.push_back(r);

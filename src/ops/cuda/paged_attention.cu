@@ -8,8 +8,10 @@
 // rows of 16 entries, each with WK warps sharing its K/V tiles (see Cfg):
 //   M <= 16 (decode)                1 x 4 warps
 //   M <= 32                         2 x 2
-//   M <= 64 (16-row blocks, g 4)    4 x 2 at small batches, else 4 x 1; 1 x 4
-//                                   for short keys when 16-entry tiles fill the GPU
+//   M <= 64 (16-row blocks, g 4)    4 x 2 at small batches up to 2048 keys,
+//                                   else 4 x 1 (at batch 1 mostly one CTA a
+//                                   multiprocessor); 1 x 4 for short keys
+//                                   when 16-entry tiles fill the GPU
 //   M > 64 (prefill)                8 x 1: 128 entries a CTA halve the K/V re-reads
 //
 // Batch invariance (greedy DFlash must equal plain decoding): a row's output
@@ -25,8 +27,8 @@
 // partial states and the reduce kernel runs the same fold. Tiles a row cannot
 // see, which other rows of its CTA can, leave its state exactly unchanged.
 //
-// K/V tiles of 64 keys stream through a 3-stage cp.async ring, two CTAs per
-// SM for the 4-warp layouts, across split boundaries. Each key row is
+// K/V tiles of 64 keys stream through a 3-stage cp.async ring, up to two CTAs
+// per SM for the 4-warp layouts, across split boundaries. Each key row is
 // gathered through the block table; keys outside the union of the CTA rows'
 // visible ranges are neither looked up nor read (the smem row is zero-filled),
 // so unowned or evicted slots (NaN in tests) never reach the P.V product, and
@@ -804,29 +806,35 @@ constexpr int kMaxDevices = 16;
 struct DeviceInfo {
   bool ready = false;
   int sms = 0;
+  int smem_per_sm = 0;  // bytes of shared memory a multiprocessor has for its CTAs
 };
 
-int device_sms(int dev) {
+const DeviceInfo& device_info(int dev) {
   static DeviceInfo info[kMaxDevices];
   if (!info[dev].ready) {
-    int sms = 0;
+    int sms = 0, smem = 0;
     if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms <= 0)
       throw Error("paged_attention: cannot read the multiprocessor count");
+    if (cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess || smem <= 0)
+      throw Error("paged_attention: cannot read the shared memory of a multiprocessor");
     info[dev].sms = sms;
+    info[dev].smem_per_sm = smem;
     info[dev].ready = true;
   }
-  return info[dev].sms;
+  return info[dev];
 }
+int device_sms(int dev) { return device_info(dev).sms; }
 
-// Each instantiation needs its shared-memory limit raised once per device.
+// Each instantiation needs its shared-memory limit raised, once per device
+// and size (a launch may ask for more than the kernel uses, see launch()).
 template <int HD, int WM, int WK, int STAGES>
-void prepare_kernel(int dev) {
-  static bool ready[kMaxDevices] = {};
-  if (!ready[dev]) {
+void prepare_kernel(int dev, int bytes) {
+  static int raised[kMaxDevices] = {};
+  if (raised[dev] < bytes) {
     cudaError_t e = cudaFuncSetAttribute(paged_attention_kernel<HD, WM, WK, STAGES>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg<HD, WM, WK, STAGES>::kSmem);
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
     if (e != cudaSuccess) throw Error(std::string("paged_attention: kernel setup: ") + cudaGetErrorString(e));
-    ready[dev] = true;
+    raised[dev] = bytes;
   }
 }
 
@@ -906,8 +914,12 @@ Grouping plan_groups(const SplitTiers& splits, int64_t units, int64_t n_kv, int6
   return g;
 }
 
+// per_sm: CTAs a multiprocessor may hold, at most what the shared memory
+// allows (C::kCtasPerSm); a launch of fewer asks for more shared memory than
+// the kernel uses, so no more fit.
 template <int HD, int WM, int WK>
-void launch(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorkspace& ws, cudaStream_t stream) {
+void launch(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorkspace& ws, cudaStream_t stream,
+            int per_sm = Cfg<HD, WM, WK, kStagesShared>::kCtasPerSm) {
   using C = Cfg<HD, WM, WK, kStagesShared>;
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kMaxDevices)
@@ -922,7 +934,8 @@ void launch(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorkspac
   // more of them than one starting at 0, plus one when it starts unaligned.
   const int64_t n_splits = prm.splits.of(static_cast<int>(span - 1)) + 1 + (prm.window > 0 ? 1 : 0);
   const int64_t reach = span + (prm.window > 0 ? prm.splits.longest() : 0);
-  const Grouping plan = plan_groups(prm.splits, units, prm.n_kv, reach, device_sms(dev), C::kCtasPerSm);
+  per_sm = std::clamp(per_sm, 1, C::kCtasPerSm);
+  const Grouping plan = plan_groups(prm.splits, units, prm.n_kv, reach, device_sms(dev), per_sm);
   const int64_t groups = plan.groups;
   prm.groups = static_cast<int>(groups);
   prm.group_keys = static_cast<int>(plan.group_keys);
@@ -961,13 +974,18 @@ void launch(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorkspac
                                    prm.group_keys,
                                    static_cast<int>(ctas),
                                    kStagesShared,
-                                   prm.splits.len[0]};
-  prepare_kernel<HD, WM, WK, kStagesShared>(dev);
+                                   prm.splits.len[0],
+                                   per_sm};
+  // Shared memory for per_sm CTAs and no more: over a (per_sm + 1)-th of
+  // the multiprocessor's (each CTA also holds 1 KB the system reserves).
+  const int smem = per_sm < C::kCtasPerSm ? std::max(C::kSmem, device_info(dev).smem_per_sm / (per_sm + 1) + 1)
+                                          : C::kSmem;
+  prepare_kernel<HD, WM, WK, kStagesShared>(dev, smem);
   {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(static_cast<unsigned>(ctas));
     cfg.blockDim = dim3(C::kThreads);
-    cfg.dynamicSmemBytes = C::kSmem;
+    cfg.dynamicSmemBytes = static_cast<size_t>(smem);
     cfg.stream = stream;
     // (Measured on H100: launching the kv heads of one (sequence, split) as an
     // 8-CTA cluster, to read each pool block together, was 20-60% slower.)
@@ -1039,33 +1057,37 @@ void launch_hd(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorks
     // batch 1 (where 2 x 2, also faster alone, lost too: fp8 drafter, 1k,
     // 5.65-5.69 -> 5.78 ms).
     const int64_t tiles16 = heads * ceil_div(m, 16);
-    // At batch 1 past 2048 keys, 4 x 2 needs one CTA a multiprocessor, so a
-    // kv head gets at most sms / 8 key groups: past 16 x 512 keys its groups
-    // double or its last one takes a long tail (a recorded step's 16384-key
-    // bucket: 16 tiles a CTA). 4 x 1 fits two a multiprocessor, and runs
-    // where that takes 3 tiles or more off the critical path: inside the
-    // cycle a 4 x 1 grid costs about two tiles more than alone (H200,
-    // bench_cycle at 8192 keys, paths of 9 tiles against 8: cycle 6.21 ms
-    // with 4 x 2, 6.44 with 4 x 1, 41 calls, although alone 4 x 1 took 30.0
-    // us against 31.0). At the 16384-key bucket (16 against 8) it took the
-    // engine's DFlash step from 152.4-152.9 to 154.4-154.8 tok/s at 8192 +
-    // 400 tokens and from 142.7 to 150.4-150.6 at 12000 + 400
+    // At batch 1 past 2048 keys, 4 x 1 with one CTA a multiprocessor (asked
+    // for by its shared memory), unless two a multiprocessor take 4 tiles or
+    // more off the critical path. Two a multiprocessor cost more inside the
+    // cycle than alone: a grid launched early (a programmatic dependent of
+    // the qkv projection) lands two CTAs on each multiprocessor that frees
+    // up first while others stay idle. H200, bench_cycle at 8192 keys, fp8
+    // drafter, batch 1 (41 block calls a cycle; paths of 9 tiles at one a
+    // multiprocessor, 8 at two): cycle 6.23-6.27 ms with 4 x 2, 6.45-6.47
+    // with 4 x 1 at two, 6.30-6.33 with those launched without the early
+    // start, 6.12-6.14 with 4 x 1 at one; alone 4 x 2 took 31.0 us and 4 x 1
+    // 29.0-30.0 at either. Past 16 x 512 keys one a multiprocessor leaves a
+    // kv head at most 16 key groups, so they double (a recorded step's
+    // 16384-key bucket: 16 tiles a CTA against 8); there two a multiprocessor
+    // took the engine's DFlash step (fp8 drafter, 12000 + 400 tokens) to
+    // 149.2-149.4 tok/s against 143.6-143.9 at one and 142.7 with 4 x 2
     // (bench_attention_notes.md).
-    auto four_by_one_shorter = [&] {
+    auto two_per_sm_pay = [&] {
       const int64_t units = heads;  // one 64-entry M tile a kv head
       const int64_t reach = span + (prm.window > 0 ? prm.splits.longest() : 0);
       auto path = [&](int per_sm) {
         const Grouping g = plan_groups(prm.splits, units, prm.n_kv, reach, sms, per_sm);
         return path_tiles(units, prm.n_kv, g.groups, g.group_keys, reach, g.capacity);
       };
-      return path(Cfg<HD, 4, 2, kStagesShared>::kCtasPerSm) >= path(Cfg<HD, 4, 1, kStagesShared>::kCtasPerSm) + 3;
+      return path(1) >= path(2) + 4;
     };
     if (tiles16 >= sms && tiles16 <= 2 * sms && span <= 32 * kBN)
       launch<HD, 1, 4>(prm, batch, span, ws, stream);
     else if (heads < sms && span <= 32 * kBN)
       launch<HD, 4, 2>(prm, batch, span, ws, stream);
-    else if (heads * 16 <= sms && !four_by_one_shorter())
-      launch<HD, 4, 2>(prm, batch, span, ws, stream);
+    else if (heads * 16 <= sms)
+      launch<HD, 4, 1>(prm, batch, span, ws, stream, two_per_sm_pay() ? 2 : 1);
     else
       launch<HD, 4, 1>(prm, batch, span, ws, stream);
   } else {

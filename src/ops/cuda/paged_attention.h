@@ -79,6 +79,7 @@ struct PagedAttentionPlan {
   int ctas = 0;          // attention grid size (a reduce kernel follows when splits > 1)
   int stages = 0;        // depth of the K/V cp.async ring
   int split_keys = 0;    // keys of the first split (the fixed positions a row's sums restart at)
+  int ctas_per_sm = 0;   // CTAs a multiprocessor may hold
 };
 PagedAttentionPlan last_paged_attention_plan();
 
