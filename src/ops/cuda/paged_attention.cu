@@ -216,6 +216,11 @@ __device__ __forceinline__ float fold_result(float acc, float l_acc) {
   return l_acc > 0.f ? __fmul_rn(acc, __frcp_rn(l_acc)) : 0.f;
 }
 
+// CTAs of `warps` warps and a ring of `stages` K/V stages that a
+// multiprocessor's shared memory holds (Cfg::kSmem: two of the 4-warp
+// layouts with 3 stages).
+constexpr int max_ctas_per_sm(int warps, int stages) { return (warps > 4 || stages > 3) ? 1 : 2; }
+
 // WM warp rows along M (16 entries each) x WK warps sharing each K/V tile of
 // those rows. The WK warps of a row group split a tile's work along dimensions
 // that change no element's arithmetic: the scores by 8-key n-tiles, the output
@@ -249,7 +254,7 @@ struct Cfg {
   static constexpr int kSmemP = WK > 1 ? BM * kBN * 2 : 0;
   static constexpr int kSmemRed = WK > 1 ? (WK * BM + WK * WM * 32 * 2) * 4 : 0;
   static constexpr int kSmem = kSmemQ + kStages * kSmemStage + kSmemFold + kSmemP + kSmemRed;
-  static constexpr int kCtasPerSm = (NW > 4 || STAGES > 3) ? 1 : 2;  // what the shared memory allows
+  static constexpr int kCtasPerSm = max_ctas_per_sm(NW, STAGES);
   static_assert(NT % WK == 0 && DT % (2 * WK) == 0 && (NTW % 2 == 0), "warp split must keep whole quarters");
 };
 
@@ -914,40 +919,122 @@ Grouping plan_groups(const SplitTiers& splits, int64_t units, int64_t n_kv, int6
   return g;
 }
 
-// per_sm: CTAs a multiprocessor may hold, at most what the shared memory
-// allows (C::kCtasPerSm); a launch of fewer asks for more shared memory than
-// the kernel uses, so no more fit.
-template <int HD, int WM, int WK>
-void launch(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorkspace& ws, cudaStream_t stream,
-            int per_sm = Cfg<HD, WM, WK, kStagesShared>::kCtasPerSm) {
-  using C = Cfg<HD, WM, WK, kStagesShared>;
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kMaxDevices)
-    throw Error("paged_attention: no usable current CUDA device");
+// A launch, decided on the host before anything runs: the warp layout (wm
+// rows of 16 entries x wk warps sharing each K/V tile), how many CTAs a
+// multiprocessor may hold (at most what its shared memory allows; fewer are
+// asked for through the shared memory, see launch()) and the key groups.
+struct LaunchPlan {
+  int wm = 1, wk = 4, per_sm = 1;
+  int m_tiles = 1;
+  int64_t units = 0;  // (sequence, kv head, M tile) triples
+  int64_t reach = 0;  // keys a unit's groups cover
+  int64_t slots = 0;  // partial slots a row's range can touch
+  Grouping grouping;
+};
 
-  prm.m_tiles = static_cast<int>(ceil_div(static_cast<int64_t>(batch.max_rows) * prm.group, C::BM));
-  const int64_t units = static_cast<int64_t>(batch.n_seqs) * prm.n_kv * prm.m_tiles;
-
+LaunchPlan plan_layout(const Params& prm, const AttnBatch& batch, int64_t span, int64_t sms, int wm, int wk,
+                       int per_sm) {
+  LaunchPlan L;
+  L.wm = wm;
+  L.wk = wk;
+  L.per_sm = std::clamp(per_sm, 1, max_ctas_per_sm(wm * wk, kStagesShared));
+  L.m_tiles = static_cast<int>(ceil_div(static_cast<int64_t>(batch.max_rows) * prm.group, 16 * wm));
+  L.units = static_cast<int64_t>(batch.n_seqs) * prm.n_kv * L.m_tiles;
   // Splits a CTA's key range can touch: counted from the split holding its
   // first key, which under a window need not be aligned.
   // Splits only lengthen with the key, so a range starting past 0 touches no
   // more of them than one starting at 0, plus one when it starts unaligned.
-  const int64_t n_splits = prm.splits.of(static_cast<int>(span - 1)) + 1 + (prm.window > 0 ? 1 : 0);
-  const int64_t reach = span + (prm.window > 0 ? prm.splits.longest() : 0);
-  per_sm = std::clamp(per_sm, 1, C::kCtasPerSm);
-  const Grouping plan = plan_groups(prm.splits, units, prm.n_kv, reach, device_sms(dev), per_sm);
-  const int64_t groups = plan.groups;
+  L.slots = prm.splits.of(static_cast<int>(span - 1)) + 1 + (prm.window > 0 ? 1 : 0);
+  L.reach = span + (prm.window > 0 ? prm.splits.longest() : 0);
+  L.grouping = plan_groups(prm.splits, L.units, prm.n_kv, L.reach, sms, L.per_sm);
+  return L;
+}
+
+int64_t critical_path_tiles(const LaunchPlan& L, int64_t n_kv) {
+  return path_tiles(L.units, n_kv, L.grouping.groups, L.grouping.group_keys, L.reach, L.grouping.capacity);
+}
+
+LaunchPlan plan_launch(const Params& prm, const AttnBatch& batch, int64_t span, int64_t sms) {
+  // A layout at as many CTAs a multiprocessor as its shared memory allows.
+  auto at_most = [&](int wm, int wk) { return plan_layout(prm, batch, span, sms, wm, wk, 2); };
+  if (g_forced_layout != 0) return at_most(g_forced_layout / 10, g_forced_layout % 10);
+  // M = GQA heads x query rows of the longest sequence: decode packs into one
+  // 16-entry tile whose K/V tiles 4 warps share, blocks into 64 (a warp per
+  // 16; at small batches 8 warps, two per 16 entries, so each tile's math
+  // finishes sooner), prefill into 128-entry tiles (8 warps) to halve the K/V
+  // re-reads. The layout changes no bits (see Cfg).
+  const int64_t m = static_cast<int64_t>(batch.max_rows) * prm.group;
+  if (m <= 16) return at_most(1, 4);
+  if (m <= 32) return at_most(2, 2);
+  if (m > 64) return at_most(8, 1);
+  const int64_t heads = static_cast<int64_t>(batch.n_seqs) * prm.n_kv;
+  // Short key ranges whose 16-entry tiles alone fill the GPU in one wave
+  // run 1 x 4 (four warps share each tile, the fold stays in the kernel):
+  // H100, 16-row blocks at batch 8, ctx 1k: 38.6 us against 48.2 for 4 x 2
+  // in two key groups. Up to 2048 keys, a recorded step's context bucket
+  // above 1k (the two are about even at 2k). Past that, 4 x 1 (two CTAs a
+  // multiprocessor, so twice the key groups) beats 4 x 2 from two
+  // sequences up: H200, ctx 8k, bench_cycle's cycle at batch 2 / 4 / 8
+  // 8.02-8.04 / 11.95-11.97 / 16.10 ms -> 7.65-7.72 / 11.16-11.24 /
+  // 14.84-14.97 (bench_attention --explore: 47.7 / 83.7 / 152.5 us -> 41.9
+  // / 72.9 / 125.9); at 1k 4 x 1 lost in the cycle (batch 4: 9.76-9.77 ->
+  // 10.01-10.07 ms) though it won alone, so 4 x 2 stays there, and at
+  // batch 1 (where 2 x 2, also faster alone, lost too: fp8 drafter, 1k,
+  // 5.65-5.69 -> 5.78 ms).
+  const int64_t tiles16 = heads * ceil_div(m, 16);
+  if (tiles16 >= sms && tiles16 <= 2 * sms && span <= 32 * kBN) return at_most(1, 4);
+  if (heads < sms && span <= 32 * kBN) return at_most(4, 2);
+  if (heads * 16 > sms) return at_most(4, 1);
+  // At batch 1 past 2048 keys, 4 x 1 with one CTA a multiprocessor, unless
+  // two a multiprocessor take 4 tiles or more off the critical path. Two a
+  // multiprocessor cost more inside the cycle than alone: a grid launched
+  // early (a programmatic dependent of the qkv projection) lands two CTAs on
+  // each multiprocessor that frees up first while others stay idle. H200,
+  // bench_cycle at 8192 keys, fp8 drafter, batch 1 (41 block calls a cycle;
+  // paths of 9 tiles at one a multiprocessor, 8 at two): cycle 6.23-6.27 ms
+  // with 4 x 2, 6.45-6.47 with 4 x 1 at two, 6.30-6.33 with those launched
+  // without the early start, 6.12-6.14 with 4 x 1 at one; alone 4 x 2 took
+  // 31.0 us and 4 x 1 29.0-30.0 at either. Past 16 x 512 keys one a
+  // multiprocessor leaves a kv head at most 16 key groups, so they double (a
+  // recorded step's 16384-key bucket: 16 tiles a CTA against 8); there two a
+  // multiprocessor took the engine's DFlash step (fp8 drafter, 12000 + 400
+  // tokens) to 149.2-149.4 tok/s against 143.6-143.9 at one and 142.7 with
+  // 4 x 2 (bench_attention_notes.md).
+  const LaunchPlan one = plan_layout(prm, batch, span, sms, 4, 1, 1);
+  const LaunchPlan two = plan_layout(prm, batch, span, sms, 4, 1, 2);
+  return critical_path_tiles(one, prm.n_kv) >= critical_path_tiles(two, prm.n_kv) + 4 ? two : one;
+}
+
+PagedAttentionPlan describe(const LaunchPlan& L, const Params& prm) {
+  const int64_t groups = L.grouping.groups;
+  return PagedAttentionPlan{16 * L.wm,
+                            L.wk,
+                            L.m_tiles,
+                            static_cast<int>(groups),
+                            static_cast<int>(L.grouping.group_keys),
+                            static_cast<int>(std::min<int64_t>(L.units * groups, 0x7fffffff)),
+                            kStagesShared,
+                            prm.splits.len[0],
+                            L.per_sm};
+}
+
+template <int HD, int WM, int WK>
+void launch(Params& prm, const AttnBatch& batch, const LaunchPlan& L, int dev, AttentionWorkspace& ws,
+            cudaStream_t stream) {
+  using C = Cfg<HD, WM, WK, kStagesShared>;
+  prm.m_tiles = L.m_tiles;
+  const int64_t groups = L.grouping.groups;
   prm.groups = static_cast<int>(groups);
-  prm.group_keys = static_cast<int>(plan.group_keys);
+  prm.group_keys = static_cast<int>(L.grouping.group_keys);
   // A CTA of a shorter range than `reach` refits (Params::fit_most), bounded
   // by the grid's groups: with its range equal to reach that gives
   // group_keys again (each step's shortest fit is group_keys or longer).
   prm.fit_most[0] = prm.fit_most[1] = 0;
   if (groups > 1 && g_forced_groups == 0) {
-    prm.fit_most[0] = std::min(plan.most[0], prm.groups);
-    prm.fit_most[1] = std::min(plan.most[1], prm.groups);
+    prm.fit_most[0] = std::min(L.grouping.most[0], prm.groups);
+    prm.fit_most[1] = std::min(L.grouping.most[1], prm.groups);
   }
-  const int64_t slots = n_splits;
+  const int64_t slots = L.slots;
   prm.slots = static_cast<int>(slots);
   if (groups > 1) {
     const size_t n_o = static_cast<size_t>(slots) * batch.n_rows * prm.n_heads;
@@ -965,21 +1052,14 @@ void launch(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorkspac
     prm.part_ml = reinterpret_cast<float2*>(prm.part_o + n_o * HD);
   }
 
-  const int64_t ctas = units * groups;
+  const int64_t ctas = L.units * groups;
   if (ctas > 0x7fffffff) throw Error("paged_attention: batch too large for one grid");
-  g_last_plan = PagedAttentionPlan{C::BM,
-                                   WK,
-                                   prm.m_tiles,
-                                   prm.groups,
-                                   prm.group_keys,
-                                   static_cast<int>(ctas),
-                                   kStagesShared,
-                                   prm.splits.len[0],
-                                   per_sm};
+  g_last_plan = describe(L, prm);
   // Shared memory for per_sm CTAs and no more: over a (per_sm + 1)-th of
   // the multiprocessor's (each CTA also holds 1 KB the system reserves).
-  const int smem = per_sm < C::kCtasPerSm ? std::max(C::kSmem, device_info(dev).smem_per_sm / (per_sm + 1) + 1)
-                                          : C::kSmem;
+  const int smem = L.per_sm < C::kCtasPerSm
+                       ? std::max(C::kSmem, device_info(dev).smem_per_sm / (L.per_sm + 1) + 1)
+                       : C::kSmem;
   prepare_kernel<HD, WM, WK, kStagesShared>(dev, smem);
   {
     cudaLaunchConfig_t cfg = {};
@@ -1020,79 +1100,35 @@ void launch(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorkspac
 
 template <int HD>
 void launch_hd(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorkspace& ws, cudaStream_t stream) {
-  // M = GQA heads x query rows of the longest sequence: decode packs into one
-  // 16-entry tile whose K/V tiles 4 warps share, blocks into 64 (a warp per
-  // 16; at small batches 8 warps, two per 16 entries, so each tile's math
-  // finishes sooner), prefill into 128-entry tiles (8 warps) to halve the K/V
-  // re-reads. The layout changes no bits (see Cfg).
-  const int64_t m = static_cast<int64_t>(batch.max_rows) * prm.group;
-  switch (g_forced_layout) {
-    case 14: return launch<HD, 1, 4>(prm, batch, span, ws, stream);
-    case 22: return launch<HD, 2, 2>(prm, batch, span, ws, stream);
-    case 42: return launch<HD, 4, 2>(prm, batch, span, ws, stream);
-    case 41: return launch<HD, 4, 1>(prm, batch, span, ws, stream);
-    case 81: return launch<HD, 8, 1>(prm, batch, span, ws, stream);
-    default: break;
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kMaxDevices)
+    throw Error("paged_attention: no usable current CUDA device");
+  const LaunchPlan L = plan_launch(prm, batch, span, device_sms(dev));
+  switch (10 * L.wm + L.wk) {
+    case 14: return launch<HD, 1, 4>(prm, batch, L, dev, ws, stream);
+    case 22: return launch<HD, 2, 2>(prm, batch, L, dev, ws, stream);
+    case 42: return launch<HD, 4, 2>(prm, batch, L, dev, ws, stream);
+    case 41: return launch<HD, 4, 1>(prm, batch, L, dev, ws, stream);
+    case 81: return launch<HD, 8, 1>(prm, batch, L, dev, ws, stream);
+    default: throw Error("paged_attention: no kernel for the warp layout " + std::to_string(L.wm) + " x " + std::to_string(L.wk));
   }
-  if (m <= 16) {
-    launch<HD, 1, 4>(prm, batch, span, ws, stream);
-  } else if (m <= 32) {
-    launch<HD, 2, 2>(prm, batch, span, ws, stream);
-  } else if (m <= 64) {
-    int dev = 0;
-    const int64_t sms =
-        cudaGetDevice(&dev) == cudaSuccess && dev >= 0 && dev < kMaxDevices ? device_sms(dev) : int64_t{1} << 30;
-    const int64_t heads = static_cast<int64_t>(batch.n_seqs) * prm.n_kv;
-    // Short key ranges whose 16-entry tiles alone fill the GPU in one wave
-    // run 1 x 4 (four warps share each tile, the fold stays in the kernel):
-    // H100, 16-row blocks at batch 8, ctx 1k: 38.6 us against 48.2 for 4 x 2
-    // in two key groups. Up to 2048 keys, a recorded step's context bucket
-    // above 1k (the two are about even at 2k). Past that, 4 x 1 (two CTAs a
-    // multiprocessor, so twice the key groups) beats 4 x 2 from two
-    // sequences up: H200, ctx 8k, bench_cycle's cycle at batch 2 / 4 / 8
-    // 8.02-8.04 / 11.95-11.97 / 16.10 ms -> 7.65-7.72 / 11.16-11.24 /
-    // 14.84-14.97 (bench_attention --explore: 47.7 / 83.7 / 152.5 us -> 41.9
-    // / 72.9 / 125.9); at 1k 4 x 1 lost in the cycle (batch 4: 9.76-9.77 ->
-    // 10.01-10.07 ms) though it won alone, so 4 x 2 stays there, and at
-    // batch 1 (where 2 x 2, also faster alone, lost too: fp8 drafter, 1k,
-    // 5.65-5.69 -> 5.78 ms).
-    const int64_t tiles16 = heads * ceil_div(m, 16);
-    // At batch 1 past 2048 keys, 4 x 1 with one CTA a multiprocessor (asked
-    // for by its shared memory), unless two a multiprocessor take 4 tiles or
-    // more off the critical path. Two a multiprocessor cost more inside the
-    // cycle than alone: a grid launched early (a programmatic dependent of
-    // the qkv projection) lands two CTAs on each multiprocessor that frees
-    // up first while others stay idle. H200, bench_cycle at 8192 keys, fp8
-    // drafter, batch 1 (41 block calls a cycle; paths of 9 tiles at one a
-    // multiprocessor, 8 at two): cycle 6.23-6.27 ms with 4 x 2, 6.45-6.47
-    // with 4 x 1 at two, 6.30-6.33 with those launched without the early
-    // start, 6.12-6.14 with 4 x 1 at one; alone 4 x 2 took 31.0 us and 4 x 1
-    // 29.0-30.0 at either. Past 16 x 512 keys one a multiprocessor leaves a
-    // kv head at most 16 key groups, so they double (a recorded step's
-    // 16384-key bucket: 16 tiles a CTA against 8); there two a multiprocessor
-    // took the engine's DFlash step (fp8 drafter, 12000 + 400 tokens) to
-    // 149.2-149.4 tok/s against 143.6-143.9 at one and 142.7 with 4 x 2
-    // (bench_attention_notes.md).
-    auto two_per_sm_pay = [&] {
-      const int64_t units = heads;  // one 64-entry M tile a kv head
-      const int64_t reach = span + (prm.window > 0 ? prm.splits.longest() : 0);
-      auto path = [&](int per_sm) {
-        const Grouping g = plan_groups(prm.splits, units, prm.n_kv, reach, sms, per_sm);
-        return path_tiles(units, prm.n_kv, g.groups, g.group_keys, reach, g.capacity);
-      };
-      return path(1) >= path(2) + 4;
-    };
-    if (tiles16 >= sms && tiles16 <= 2 * sms && span <= 32 * kBN)
-      launch<HD, 1, 4>(prm, batch, span, ws, stream);
-    else if (heads < sms && span <= 32 * kBN)
-      launch<HD, 4, 2>(prm, batch, span, ws, stream);
-    else if (heads * 16 <= sms)
-      launch<HD, 4, 1>(prm, batch, span, ws, stream, two_per_sm_pay() ? 2 : 1);
-    else
-      launch<HD, 4, 1>(prm, batch, span, ws, stream);
-  } else {
-    launch<HD, 8, 1>(prm, batch, span, ws, stream);
-  }
+}
+
+// What a launch's shape depends on: heads, mask and split positions into
+// prm; returns the longest key range one CTA can be given (a window: its
+// rows' window, twice without causality, plus alignment slack).
+int64_t shape_params(Params& prm, const AttnBatch& batch, const AttentionMask& mask, int64_t n_heads,
+                     int64_t n_kv_heads) {
+  prm.n_kv = static_cast<int>(n_kv_heads);
+  prm.group = static_cast<int>(n_heads / n_kv_heads);
+  prm.n_heads = static_cast<int>(n_heads);
+  prm.causal = mask.causal ? 1 : 0;
+  // A window at least as long as every key range hides nothing.
+  const int64_t max_keys = std::max<int64_t>(1, batch.max_keys);
+  prm.window = (mask.window <= 0 || mask.window >= max_keys) ? 0 : static_cast<int>(mask.window);
+  prm.splits = g_split_keys > 0 ? uniform_tiers(g_split_keys) : SplitTiers{};
+  if (prm.window == 0) return max_keys;
+  return std::min<int64_t>(max_keys, (mask.causal ? 1 : 2) * int64_t{prm.window} + batch.max_rows + kBN);
 }
 
 }  // namespace
@@ -1117,6 +1153,16 @@ void set_paged_attention_forced_layout(int warps_m, int warps_k) {
 }
 
 PagedAttentionPlan last_paged_attention_plan() { return g_last_plan; }
+
+PagedAttentionPlan plan_paged_attention(const AttnBatch& batch, const AttentionMask& mask, int64_t n_heads,
+                                        int64_t n_kv_heads, int sms) {
+  if (n_kv_heads <= 0 || n_heads <= 0 || n_heads % n_kv_heads != 0 || sms <= 0 || batch.n_seqs <= 0 ||
+      batch.max_rows <= 0)
+    throw Error("plan_paged_attention: needs whole GQA groups, a multiprocessor and a non-empty batch");
+  Params prm{};
+  const int64_t span = shape_params(prm, batch, mask, n_heads, n_kv_heads);
+  return describe(plan_launch(prm, batch, span, sms), prm);
+}
 
 void paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& out,
                      const AttnBatch& batch, const AttentionMask& mask, int64_t n_heads, int64_t n_kv_heads,
@@ -1153,27 +1199,14 @@ void paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cac
   prm.q_ld = q.ld;
   prm.kv_ld = k_cache.ld;
   prm.out_ld = out.ld;
-  prm.n_kv = static_cast<int>(n_kv_heads);
-  prm.group = static_cast<int>(n_heads / n_kv_heads);
-  prm.n_heads = static_cast<int>(n_heads);
   prm.n_rows = batch.n_rows;
   prm.max_blocks = batch.max_blocks;
   prm.block_size = batch.block_size;
   prm.bs_shift = -1;
   for (int sh = 0; sh < 31; ++sh)
     if ((1 << sh) == batch.block_size) prm.bs_shift = sh;
-  prm.causal = mask.causal ? 1 : 0;
-  // A window at least as long as every key range hides nothing.
-  const int64_t max_keys = std::max<int64_t>(1, batch.max_keys);
-  prm.window = (mask.window <= 0 || mask.window >= max_keys) ? 0 : static_cast<int>(mask.window);
   prm.scale_log2 = scale * 1.4426950408889634f;
-  prm.splits = g_split_keys > 0 ? uniform_tiers(g_split_keys) : SplitTiers{};
-
-  // Longest key range one CTA can be given (window: its rows' window, twice
-  // without causality, plus alignment slack).
-  int64_t span = max_keys;
-  if (prm.window > 0)
-    span = std::min<int64_t>(max_keys, (mask.causal ? 1 : 2) * int64_t{prm.window} + batch.max_rows + kBN);
+  const int64_t span = shape_params(prm, batch, mask, n_heads, n_kv_heads);
 
   if (head_dim == 64)
     launch_hd<64>(prm, batch, span, workspace, stream);

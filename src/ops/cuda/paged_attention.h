@@ -83,4 +83,10 @@ struct PagedAttentionPlan {
 };
 PagedAttentionPlan last_paged_attention_plan();
 
+// What paged_attention would launch for this batch on a device of `sms`
+// multiprocessors, worked out on the host alone (no device is touched; the
+// hooks above apply): for tests of the launch rules.
+PagedAttentionPlan plan_paged_attention(const AttnBatch& batch, const AttentionMask& mask, int64_t n_heads,
+                                        int64_t n_kv_heads, int sms);
+
 }  // namespace flashdraft::ops::cuda
