@@ -8,7 +8,10 @@
 // launch gaps count), with the host's own time per step (preparing inputs
 // and launching, until it waits for the GPU) beside it. Random weights give
 // random drafts: this times the cycle, not the acceptance; the projected
-// speedup at acceptance length tau is tau / (cycle / plain step).
+// speedup at acceptance length tau is tau / (cycle / plain step). The plain
+// step is also set against its memory floor (step_floor.h: the weights and
+// the K/V it reads over the copy bandwidth measured here; with N ranks, a
+// rank's share of those bytes).
 //
 // Usage: bench_cycle [--device cuda] --target DIR --drafter DIR [--contexts 1024,8192]
 //                    [--batches 1,8,32] [--reps 30] [--block 16] [--tensor-parallel-size N]
@@ -35,6 +38,7 @@
 #include "ops/backend_factory.h"
 #include "parallel/communicator.h"
 #include "parallel/rank_threads.h"
+#include "step_floor.h"
 
 namespace {
 
@@ -204,6 +208,15 @@ int main(int argc, char** argv) {
     std::printf("# bench_cycle on %s x %d ranks: target %s, drafter %s (random weights), block %lld, median of %d\n",
                 target->backend().describe().c_str(), tp, target_dir.c_str(), drafter_dir.c_str(),
                 static_cast<long long>(s.block), s.reps);
+    ops::Backend& be = target->backend();
+    const int64_t es = static_cast<int64_t>(ops::dtype_size(be.weight_dtype()));
+    const double bw = bench::copy_bandwidth(be);
+    const double wbytes = static_cast<double>(bench::weight_bytes(cfg, es));
+    std::printf("# copy bandwidth %.0f GB/s; the target's weights %.2f GB%s\n", bw / 1e9, wbytes / 1e9,
+                tp > 1 ? " (a rank reads its share)" : "");
+    const auto floor_ms = [&](int64_t ctx, int64_t batch) {
+      return (wbytes + bench::kv_bytes(cfg, batch, ctx, es)) / tp / bw * 1e3;
+    };
     // One runner at a time: each holds a KV pool sized for the largest batch.
     const auto plain_g = time_runner(*target, nullptr, s, false);
     const auto plain_e = time_runner(*target, nullptr, s, true);
@@ -215,17 +228,20 @@ int main(int argc, char** argv) {
       const auto cycle_g = time_runner(*target, drafter.get(), s, false);
       const auto cycle_e = time_runner(*target, drafter.get(), s, true);
       std::printf("\ndrafter quantization: %s\n\n", quant.c_str());
-      std::printf("| ctx | batch | plain ms | cycle ms | cycle/plain | x at tau 6.5 | x at tau 4 | eager plain ms | "
-                  "eager cycle ms | eager cycle/plain | host us plain (graphs/eager) | host us cycle (graphs/eager) |\n");
-      std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+      std::printf("| ctx | batch | plain ms | floor ms | floor/plain | cycle ms | cycle/plain | x at tau 6.5 | x at tau 4 | "
+                  "eager plain ms | eager cycle ms | eager cycle/plain | host us plain (graphs/eager) | host us cycle "
+                  "(graphs/eager) |\n");
+      std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
       size_t k = 0;
       for (int64_t ctx : s.contexts) {
         for (int64_t batch : s.batches) {
-          const double ratio = cycle_g[k].step_ms / plain_g[k].step_ms;
+          const double ratio = cycle_g[k].step_ms / plain_g[k].step_ms, floor = floor_ms(ctx, batch);
           std::printf(
-              "| %lld | %lld | %.3f | %.3f | %.3f | %.2f | %.2f | %.3f | %.3f | %.3f | %.0f / %.0f | %.0f / %.0f |\n",
-              static_cast<long long>(ctx), static_cast<long long>(batch), plain_g[k].step_ms, cycle_g[k].step_ms,
-              ratio, 6.5 / ratio, 4.0 / ratio, plain_e[k].step_ms, cycle_e[k].step_ms,
+              "| %lld | %lld | %.3f | %.3f | %.3f | %.3f | %.3f | %.2f | %.2f | %.3f | %.3f | %.3f | %.0f / %.0f | %.0f "
+              "/ %.0f |\n",
+              static_cast<long long>(ctx), static_cast<long long>(batch), plain_g[k].step_ms, floor,
+              floor / plain_g[k].step_ms, cycle_g[k].step_ms, ratio, 6.5 / ratio, 4.0 / ratio, plain_e[k].step_ms,
+              cycle_e[k].step_ms,
               cycle_e[k].step_ms / plain_e[k].step_ms, plain_g[k].host_us, plain_e[k].host_us, cycle_g[k].host_us,
               cycle_e[k].host_us);
           ++k;

@@ -28,6 +28,7 @@
 #include "model/dflash_drafter.h"
 #include "model/qwen3_model.h"
 #include "ops/backend_factory.h"
+#include "step_floor.h"
 #ifdef FLASHDRAFT_HAVE_CUDA
 #include <cuda_profiler_api.h>
 #endif
@@ -50,26 +51,6 @@ double median_ms(ops::Backend& be, int reps, F&& step) {
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
-}
-
-// Bytes per second of a large device-to-device copy (read + write counted).
-double copy_bandwidth(ops::Backend& be) {
-  const auto dt = be.activation_dtype();
-  const int64_t n = (int64_t{1} << 30) / static_cast<int64_t>(ops::dtype_size(dt));  // 1 GiB each way
-  auto a = be.alloc_tensor(dt, n / 4096, 4096);
-  auto b = be.alloc_tensor(dt, n / 4096, 4096);
-  be.fill_uniform(a.t, 1, -1, 1);
-  const double ms = median_ms(be, 10, [&] { be.copy(a.t, b.t); });
-  return 2.0 * static_cast<double>(int64_t{1} << 30) / (ms * 1e-3);
-}
-
-int64_t weight_bytes(const io::ModelConfig& c, int64_t dtype_size) {
-  const int64_t H = c.hidden_size, I = c.intermediate_size, hd = c.head_dim;
-  const int64_t q = c.num_attention_heads * hd, kv = c.num_key_value_heads * hd;
-  const int64_t layer = H * (q + 2 * kv) + q * H + 3 * H * I + 2 * H + (c.qk_norm ? 2 * hd : 0);
-  const int64_t head = c.tie_word_embeddings ? 0 : c.vocab_size * H;
-  // The embedding is gathered (a few rows), not read whole: only the head counts.
-  return (c.num_hidden_layers * layer + H + (head ? head : c.vocab_size * H)) * dtype_size;
 }
 
 }  // namespace
@@ -104,10 +85,10 @@ int main(int argc, char** argv) {
   target->set_tap_layers(drafter->config().target_layer_ids);
   std::printf("# %s; target %s + drafter %s, random weights made in %.1f s\n", be.describe().c_str(),
               target_dir.c_str(), drafter_dir.c_str(), std::chrono::duration<double>(Clock::now() - t0).count());
-  const double bw = copy_bandwidth(be);
+  const double bw = bench::copy_bandwidth(be);
   const int64_t es = static_cast<int64_t>(ops::dtype_size(be.weight_dtype()));
-  const double wbytes = static_cast<double>(weight_bytes(cfg, es));
-  const int64_t kv_row = cfg.num_key_value_heads * cfg.head_dim, L = cfg.num_hidden_layers;
+  const double wbytes = static_cast<double>(bench::weight_bytes(cfg, es));
+  const int64_t L = cfg.num_hidden_layers;
   std::printf("# copy bandwidth %.0f GB/s; target weights %.2f GB: floor of a weight pass %.3f ms\n", bw / 1e9,
               wbytes / 1e9, wbytes / bw * 1e3);
   std::printf("%-8s %6s %6s %10s %10s %8s %s\n", "step", "batch", "ctx", "ms", "floor ms", "floor/ms", "note");
@@ -139,8 +120,7 @@ int main(int argc, char** argv) {
         for (int64_t s = 0; s < batch; ++s) b.seqs.push_back(model::SeqSlice{s * rows, rows, ctx, tables[s], all});
         return b;
       };
-      const double kv_bytes = static_cast<double>(batch) * static_cast<double>(ctx) * 2.0 * L * kv_row * es;
-      const double floor_ms = (wbytes + kv_bytes) / bw * 1e3;
+      const double floor_ms = (wbytes + bench::kv_bytes(cfg, batch, ctx, es)) / bw * 1e3;
       std::vector<int32_t> ids1(static_cast<size_t>(batch)), ids16(static_cast<size_t>(batch * kRows)), drafts;
       for (auto& t : ids1) t = tok(gen);
       for (auto& t : ids16) t = tok(gen);
