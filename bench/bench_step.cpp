@@ -38,21 +38,6 @@ namespace {
 using namespace flashdraft;
 using Clock = std::chrono::steady_clock;
 
-template <class F>
-double median_ms(ops::Backend& be, int reps, F&& step) {
-  for (int i = 0; i < 3; ++i) step();  // warm-up: lazily made descriptors, caches
-  be.synchronize();
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    const auto t0 = Clock::now();
-    step();
-    be.synchronize();
-    t.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -138,10 +123,10 @@ int main(int argc, char** argv) {
 #endif
         return 0;
       }
-      const double decode = median_ms(be, reps, [&] { target->run_batch(ids1, b1, pool); });
-      const double verify = median_ms(be, reps, [&] { target->run_batch(ids16, b16, pool); });
+      const double decode = bench::median_ms(be, reps, [&] { target->run_batch(ids1, b1, pool); });
+      const double verify = bench::median_ms(be, reps, [&] { target->run_batch(ids16, b16, pool); });
       std::vector<int32_t> anchors(static_cast<size_t>(batch), 7);
-      const double draft = median_ms(be, reps, [&] {
+      const double draft = bench::median_ms(be, reps, [&] {
         drafter->run(anchors, b16, pool, L);
         drafter->write_context(target->taps_tensor(), b16, pool, L);
       });
@@ -162,7 +147,7 @@ int main(int argc, char** argv) {
     std::vector<int32_t> ids(static_cast<size_t>(n));
     for (auto& t : ids) t = tok(gen);
     model::BatchContext b{{model::SeqSlice{0, n, 0, table, false}}};
-    const double ms = median_ms(be, std::max(3, reps / 4), [&] { target->run_batch(ids, b, pool); });
+    const double ms = bench::median_ms(be, std::max(3, reps / 4), [&] { target->run_batch(ids, b, pool); });
     // Every weight meets every row, except the head (the last row only).
     const double head = static_cast<double>(cfg.vocab_size * cfg.hidden_size);
     const double params = wbytes / es - head;

@@ -14,25 +14,32 @@
 
 namespace flashdraft::bench {
 
-// Bytes per second of a 1 GiB device-to-device copy (read + write counted),
-// the median of 10 after 3 warm-ups.
+// The median of `reps` timed calls of `step`, in ms, each ending in a
+// synchronize, after 3 warm-ups (lazily made descriptors, caches).
+template <class F>
+double median_ms(ops::Backend& be, int reps, F&& step) {
+  for (int i = 0; i < 3; ++i) step();
+  be.synchronize();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    step();
+    be.synchronize();
+    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// Bytes per second of a 1 GiB device-to-device copy (read + write counted).
 inline double copy_bandwidth(ops::Backend& be) {
   const auto dt = be.activation_dtype();
   const int64_t n = (int64_t{1} << 30) / static_cast<int64_t>(ops::dtype_size(dt));
   auto a = be.alloc_tensor(dt, n / 4096, 4096);
   auto b = be.alloc_tensor(dt, n / 4096, 4096);
   be.fill_uniform(a.t, 1, -1, 1);
-  for (int i = 0; i < 3; ++i) be.copy(a.t, b.t);
-  be.synchronize();
-  std::vector<double> ms;
-  for (int i = 0; i < 10; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    be.copy(a.t, b.t);
-    be.synchronize();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  return 2.0 * static_cast<double>(int64_t{1} << 30) / (ms[ms.size() / 2] * 1e-3);
+  const double ms = median_ms(be, 10, [&] { be.copy(a.t, b.t); });
+  return 2.0 * static_cast<double>(int64_t{1} << 30) / (ms * 1e-3);
 }
 
 // The weight bytes a decode step reads: every layer's projections and norms,
