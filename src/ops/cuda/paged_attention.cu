@@ -1098,20 +1098,48 @@ void launch(Params& prm, const AttnBatch& batch, const LaunchPlan& L, int dev, A
   }
 }
 
+// The warp layouts the kernel is built for, by code (10 * warps along M +
+// warps sharing a tile): calls f.template run<WM, WK>() for the code's
+// layout and says whether there is one.
+template <class F>
+bool with_layout(int code, F&& f) {
+  switch (code) {
+    case 14: f.template run<1, 4>(); return true;
+    case 22: f.template run<2, 2>(); return true;
+    case 42: f.template run<4, 2>(); return true;
+    case 41: f.template run<4, 1>(); return true;
+    case 81: f.template run<8, 1>(); return true;
+    default: return false;
+  }
+}
+
+template <int HD>
+struct LaunchLayout {
+  Params& prm;
+  const AttnBatch& batch;
+  const LaunchPlan& L;
+  int dev;
+  AttentionWorkspace& ws;
+  cudaStream_t stream;
+  template <int WM, int WK>
+  void run() {
+    launch<HD, WM, WK>(prm, batch, L, dev, ws, stream);
+  }
+};
+
+struct NoLaunch {
+  template <int WM, int WK>
+  void run() {}
+};
+
 template <int HD>
 void launch_hd(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorkspace& ws, cudaStream_t stream) {
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kMaxDevices)
     throw Error("paged_attention: no usable current CUDA device");
   const LaunchPlan L = plan_launch(prm, batch, span, device_sms(dev));
-  switch (10 * L.wm + L.wk) {
-    case 14: return launch<HD, 1, 4>(prm, batch, L, dev, ws, stream);
-    case 22: return launch<HD, 2, 2>(prm, batch, L, dev, ws, stream);
-    case 42: return launch<HD, 4, 2>(prm, batch, L, dev, ws, stream);
-    case 41: return launch<HD, 4, 1>(prm, batch, L, dev, ws, stream);
-    case 81: return launch<HD, 8, 1>(prm, batch, L, dev, ws, stream);
-    default: throw Error("paged_attention: no kernel for the warp layout " + std::to_string(L.wm) + " x " + std::to_string(L.wk));
-  }
+  if (!with_layout(10 * L.wm + L.wk, LaunchLayout<HD>{prm, batch, L, dev, ws, stream}))
+    throw Error("paged_attention: no kernel for the warp layout " + std::to_string(L.wm) + " x " + std::to_string(L.wk));
 }
 
 // What a launch's shape depends on: heads, mask and split positions into
@@ -1146,7 +1174,7 @@ void set_paged_attention_split_keys(int keys) {
 
 void set_paged_attention_forced_layout(int warps_m, int warps_k) {
   const int code = 10 * warps_m + warps_k;
-  if (code != 0 && code != 14 && code != 22 && code != 42 && code != 41 && code != 81)
+  if (code != 0 && !with_layout(code, NoLaunch{}))
     throw Error("paged_attention: no warp layout " + std::to_string(warps_m) + " x " + std::to_string(warps_k) +
                 " (there are 1x4, 2x2, 4x2, 4x1, 8x1)");
   g_forced_layout = code;
