@@ -498,7 +498,10 @@ std::vector<Point> bench_points() {
 std::vector<Point> explore_points() {
   const fo::AttentionMask causal{true, 0};
   std::vector<Point> pts;
-  pts.push_back({"decode", 32, 8192, 1, causal, 32, 8, false, 0});
+  // Block order: each sequence's blocks in pool order (a fresh pool's
+  // allocator hands them out so) against the default shuffle.
+  for (int ctx : {8192, 32768})
+    for (int b : {1, 32}) pts.push_back({"decode", b, ctx, 1, causal, 32, 8, false, 0});
   pts.push_back({"decode", 32, 8192, 1, causal, 32, 8, true, 0, 128});
   for (int g : {8, 32, 64}) pts.push_back({"decode", 1, 32768, 1, causal, 32, 8, true, g});
   for (int g : {4, 8, 16, 32}) pts.push_back({"decode", 1, 8192, 1, causal, 32, 8, true, g});

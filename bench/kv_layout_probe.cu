@@ -1,0 +1,238 @@
+// What does reading K/V through the block table cost the attention, and
+// would another pool layout or block order read faster? The pool is
+// [slot][kv head][head_dim]: a head's key row is 256 bytes, the next slot's
+// 2 KB further on at 8 kv heads. Alternatives timed here: [block][kv
+// head][slot in block][head_dim] (a head's 16 rows of a block are 4 KB in
+// one piece), a pool per kv head ([kv head][block][slot][head_dim]: blocks in
+// order make a head's keys one run), and contiguous [sequence][kv head][key]
+// [head_dim] K/V as torch's SDPA reads them, with and without block lookups.
+//
+// Each variant reads K and V the way paged_attention.cu does (one CTA a
+// (sequence, kv head, key group), 64-key tiles through a 3-stage cp.async
+// ring, 128 threads, two CTAs a multiprocessor; a tile's block ids loaded
+// one tile before its copies, or two: handed on through a register, or in one
+// of two register sets that alternate tiles use) and sums one word a row, so
+// it times the copies alone. Block orders: in order, shuffled within 2 MB, shuffled, and
+// dealt round robin to 32 sequences (decode growth). Results and what they
+// ruled out: bench/bench_attention_notes.md, "The K/V read alone".
+// Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/kv_layout_probe.cu -o kv_layout_probe
+// Run: ./kv_layout_probe [reps]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#define CK(x)                                                                          \
+  do {                                                                                 \
+    cudaError_t e_ = (x);                                                              \
+    if (e_ != cudaSuccess) {                                                           \
+      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                    \
+    }                                                                                  \
+  } while (0)
+
+constexpr int kHD = 128, kBN = 64, kStages = 3, kThreads = 128, kBS = 16;
+enum Layout { kNHD = 0, kHND = 1, kContig = 2, kHeadPools = 3 };
+
+__device__ __forceinline__ void cp16(uint32_t dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
+}
+__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void wait_group() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+// Byte offset of (key in sequence order, head) in the pool, its block `blk` looked up already.
+__device__ __forceinline__ uint64_t row_offset(int layout, int blk, int key, int h, int n_kv, int seq_keys, int seq,
+                                               int n_blocks) {
+  if (layout == kContig) return ((uint64_t(seq) * n_kv + h) * seq_keys + key) * kHD * 2;
+  const int t = key % kBS;
+  if (layout == kNHD) return ((uint64_t(blk) * kBS + t) * n_kv + h) * kHD * 2;
+  if (layout == kHeadPools) return ((uint64_t(h) * n_blocks + blk) * kBS + t) * kHD * 2;
+  return ((uint64_t(blk) * n_kv + h) * kBS + t) * kHD * 2;
+}
+
+// How a tile's block ids are looked up before its copies go out.
+enum Lookup {
+  kNoLookup = 0,     // none: the contiguous pool's addresses need no table
+  kOneAhead = 1,     // loaded one tile before (as paged_attention.cu does)
+  kTwoAheadMoved,    // two tiles before, into a register handed on each tile
+  kTwoAheadAlternate // two tiles before, into one of two register sets taken by alternate tiles
+};
+
+template <int kLookup>
+__global__ void __launch_bounds__(kThreads, 2)
+    read_kv(int layout, const char* k, const char* v, const int* tables, int n_kv, int seq_keys, int group_keys,
+            int n_blocks, float* sink) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  const int groups = seq_keys / group_keys;
+  const int g = blockIdx.x % groups, h = (blockIdx.x / groups) % n_kv, seq = blockIdx.x / (groups * n_kv);
+  const int* table = tables + seq * (seq_keys / kBS);
+  const int k0 = g * group_keys, n_tiles = group_keys / kBN;
+  const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  // A tile: 64 rows x 256 bytes each of K and V; thread i copies 16 bytes of
+  // rows i / 16 + 8 r (r < 8), i.e. of the tile's 4 blocks r / 2.
+  const int col = threadIdx.x % 16, row0 = threadIdx.x / 16;
+  int ids_a[4] = {0, 0, 0, 0}, ids_b[4] = {0, 0, 0, 0};
+  auto lookup = [&](int tile, int (&ids)[4]) {
+    if constexpr (kLookup != kNoLookup) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) ids[i] = tile < n_tiles ? __ldg(table + (k0 + tile * kBN) / kBS + i) : 0;
+    }
+  };
+  auto issue = [&](int tile, int st, const int (&ids)[4]) {
+#pragma unroll
+    for (int r = 0; r < 8; ++r) {
+      const int row = row0 + 8 * r;
+      const uint64_t off =
+          row_offset(layout, ids[r / 2], k0 + tile * kBN + row, h, n_kv, seq_keys, seq, n_blocks) + col * 16;
+      const uint32_t d = base + st * 2 * kBN * kHD * 2 + (row * 16 + col) * 16;
+      cp16(d, k + off);
+      cp16(d + kBN * kHD * 2, v + off);
+    }
+  };
+  static_assert(kStages == 3, "the alternate sets assume tile t + 2 is issued at tile t");
+  for (int s = 0; s < kStages - 1; ++s) {
+    int(&ids)[4] = (kLookup == kTwoAheadAlternate && s % 2) ? ids_b : ids_a;
+    lookup(s, ids);
+    if (s < n_tiles) issue(s, s, ids);
+    commit();
+  }
+  // ids_a: the next tile to issue (kStages - 1); ids_b: the one after (two-ahead modes).
+  lookup(kStages - 1, kLookup == kTwoAheadAlternate ? ((kStages - 1) % 2 ? ids_b : ids_a) : ids_a);
+  if constexpr (kLookup == kTwoAheadMoved) lookup(kStages, ids_b);
+  if constexpr (kLookup == kTwoAheadAlternate) lookup(kStages, kStages % 2 ? ids_b : ids_a);
+  float acc = 0.f;
+  auto step = [&](int t, int (&ids)[4]) {
+    wait_group<kStages - 2>();
+    __syncthreads();
+    if (t + kStages - 1 < n_tiles) issue(t + kStages - 1, (t + kStages - 1) % kStages, ids);
+    commit();
+    if constexpr (kLookup == kTwoAheadMoved) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) ids_a[i] = ids_b[i];
+      lookup(t + kStages + 1, ids_b);
+    } else if constexpr (kLookup == kTwoAheadAlternate) {
+      lookup(t + kStages + 1, ids);  // the set's next tile: two on
+    } else {
+      lookup(t + kStages, ids_a);
+    }
+    const float* tile = reinterpret_cast<const float*>(smem + (t % kStages) * 2 * kBN * kHD * 2);
+    acc += tile[threadIdx.x * 32] + tile[kBN * kHD / 2 + threadIdx.x * 32];
+  };
+  if constexpr (kLookup == kTwoAheadAlternate) {
+    // Tile t issues tile t + 2, of t's parity: even tiles use ids_a, odd ids_b, and no id is moved.
+    for (int t = 0; t < n_tiles; t += 2) {
+      step(t, ids_a);
+      if (t + 1 < n_tiles) step(t + 1, ids_b);
+    }
+  } else {
+    for (int t = 0; t < n_tiles; ++t) step(t, ids_a);
+  }
+  if (acc == 12345.f) sink[blockIdx.x] = acc;  // keeps the loads; never true for the zero pool
+}
+
+int main(int argc, char** argv) {
+  const int reps = argc > 1 ? std::atoi(argv[1]) : 50;
+  const int n_kv = 8;
+  struct Shape {
+    int batch, keys, group_keys;
+  };
+  // batch 1: 16 key groups a kv head (128 CTAs); batch 32: 512-key groups (the split length past 4k keys).
+  const Shape shapes[] = {{1, 32768, 2048}, {1, 8192, 512}, {32, 8192, 512}, {32, 1024, 256}};
+  cudaDeviceProp prop{};
+  CK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("%s, %d SMs\n", prop.name, prop.multiProcessorCount);
+  const size_t smem = size_t(kStages) * 2 * kBN * kHD * 2;
+  for (auto* kern : {read_kv<kNoLookup>, read_kv<kOneAhead>, read_kv<kTwoAheadMoved>, read_kv<kTwoAheadAlternate>})
+    CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  float* sink;
+  CK(cudaMalloc(&sink, 1 << 20));
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  // Block orders: the pool's blocks as a table hands them to the sequences.
+  // window w: blocks shuffled within runs of w (a 32 KB block of 8 kv heads'
+  // K rows: 64 blocks = 2 MB); 0: the whole pool shuffled; -s: blocks dealt
+  // round robin to the sequences in steps of s (decode growth of s requests).
+  const int orders[] = {1, 64, 0, -32};
+  for (const Shape& s : shapes) {
+    const size_t blocks = size_t(s.batch) * s.keys / kBS;
+    const size_t bytes = blocks * kBS * n_kv * kHD * 2;  // K (and V) pool
+    const int copies = bytes * 2 >= (size_t(256) << 20) ? 1 : int((size_t(256) << 20) / (bytes * 2)) + 1;
+    std::vector<char*> kk(copies), vv(copies);
+    for (int c = 0; c < copies; ++c) {
+      CK(cudaMalloc(&kk[c], bytes));
+      CK(cudaMalloc(&vv[c], bytes));
+      CK(cudaMemset(kk[c], 0, bytes));
+      CK(cudaMemset(vv[c], 0, bytes));
+    }
+    int* d_table;
+    CK(cudaMalloc(&d_table, blocks * sizeof(int)));
+    const int grid = s.batch * n_kv * (s.keys / s.group_keys);
+    std::printf("batch %d, %d keys, %d-key groups (%d CTAs), %.1f MB of K+V, us: slot-major (ids 1 tile ahead / 2 moved / 2 alternate), head-major blocks (1), a pool per head (1 / 2 moved), contiguous (no ids / 1 / 2 moved):\n", s.batch,
+                s.keys, s.group_keys, grid, 2.0 * bytes / 1e6);
+    std::mt19937 rng(7);
+    for (int order : orders) {
+      if (order < 0 && s.batch < -order) continue;
+      std::vector<int> table(blocks);
+      std::iota(table.begin(), table.end(), 0);
+      if (order > 1) {
+        for (size_t b = 0; b < blocks; b += order)
+          std::shuffle(table.begin() + b, table.begin() + std::min(blocks, b + order), rng);
+      } else if (order == 0) {
+        std::shuffle(table.begin(), table.end(), rng);
+      } else if (order < 0) {
+        // sequence q's i-th block is pool block i * step + q (mod the pool), sequences of one call first
+        const size_t per = blocks / s.batch, step = size_t(-order);
+        for (size_t q = 0; q < size_t(s.batch); ++q)
+          for (size_t i = 0; i < per; ++i) table[q * per + i] = int(((i * step + q % step) + (q / step) * per * step) % blocks);
+      }
+      CK(cudaMemcpy(d_table, table.data(), blocks * sizeof(int), cudaMemcpyHostToDevice));
+      std::printf("  order %5d:", order);
+      struct Variant {
+        int layout, ahead;
+      };
+      const Variant variants[] = {{kNHD, kOneAhead},         {kNHD, kTwoAheadMoved},    {kNHD, kTwoAheadAlternate},
+                                  {kHND, kOneAhead},         {kHeadPools, kOneAhead},   {kHeadPools, kTwoAheadMoved},
+                                  {kContig, kNoLookup},      {kContig, kOneAhead},      {kContig, kTwoAheadMoved}};
+      for (const Variant& vt : variants) {
+        if (vt.layout == kContig && order != 1) continue;
+        auto launch = [&](int c) {
+          auto* kern = vt.ahead == kNoLookup  ? read_kv<kNoLookup>
+                       : vt.ahead == kOneAhead ? read_kv<kOneAhead>
+                       : vt.ahead == kTwoAheadMoved ? read_kv<kTwoAheadMoved>
+                                                    : read_kv<kTwoAheadAlternate>;
+          kern<<<grid, kThreads, smem>>>(vt.layout, kk[c % copies], vv[c % copies], d_table, n_kv, s.keys,
+                                         s.group_keys, int(blocks), sink);
+        };
+        float best = 1e30f;
+        for (int round = 0; round < 2; ++round) {
+          for (int w = 0; w < 3; ++w) launch(w);
+          CK(cudaEventRecord(e0));
+          for (int r = 0; r < reps; ++r) launch(r);
+          CK(cudaEventRecord(e1));
+          CK(cudaEventSynchronize(e1));
+          float ms = 0;
+          CK(cudaEventElapsedTime(&ms, e0, e1));
+          best = std::min(best, 1e3f * ms / reps);
+        }
+        std::printf(" %7.1f", best);
+      }
+      std::printf("\n");
+    }
+    for (int c = 0; c < copies; ++c) {
+      CK(cudaFree(kk[c]));
+      CK(cudaFree(vv[c]));
+    }
+    CK(cudaFree(d_table));
+  }
+  CK(cudaGetLastError());
+  return 0;
+}
