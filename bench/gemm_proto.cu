@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_check.h"
 #include "ops/cuda/matmul.h"
 #include "ops/cuda/gemm_tiles.h"
 #include "ops/cuda/matmul_cublaslt.h"
@@ -26,15 +27,6 @@
 using namespace flashdraft::ops;
 using namespace flashdraft::ops::cuda;
 using bf16 = __nv_bfloat16;
-
-#define CK(x)                                                                                  \
-  do {                                                                                         \
-    cudaError_t e_ = (x);                                                                      \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::printf("CUDA error %s at %s:%d: %s\n", cudaGetErrorString(e_), __FILE__, __LINE__, #x); \
-      std::exit(1);                                                                            \
-    }                                                                                          \
-  } while (0)
 
 namespace {
 

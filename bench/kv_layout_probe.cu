@@ -27,14 +27,7 @@
 #include <random>
 #include <vector>
 
-#define CK(x)                                                                          \
-  do {                                                                                 \
-    cudaError_t e_ = (x);                                                              \
-    if (e_ != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                    \
-    }                                                                                  \
-  } while (0)
+#include "cuda_check.h"
 
 constexpr int kHD = 128, kBN = 64, kStages = 3, kThreads = 128, kBS = 16;
 enum Layout { kNHD = 0, kHND = 1, kContig = 2, kHeadPools = 3 };

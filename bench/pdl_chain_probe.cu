@@ -25,14 +25,7 @@
 #include <string>
 #include <vector>
 
-#define CK(x)                                                                      \
-  do {                                                                             \
-    cudaError_t e_ = (x);                                                          \
-    if (e_ != cudaSuccess) {                                                       \
-      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                \
-    }                                                                              \
-  } while (0)
+#include "cuda_check.h"
 
 enum Mode { kStream = 0, kPdl = 1, kFlag = 2 };
 constexpr int kThreads = 256;
