@@ -143,8 +143,26 @@ int main(int argc, char** argv) {
   CK(cudaGetDeviceProperties(&prop, 0));
   std::printf("%s, %d SMs\n", prop.name, prop.multiProcessorCount);
   const size_t smem = size_t(kStages) * 2 * kBN * kHD * 2;
-  for (auto* kern : {read_kv<kNoLookup>, read_kv<kOneAhead>, read_kv<kTwoAheadMoved>, read_kv<kTwoAheadAlternate>})
-    CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  // The kernel of each Lookup, by its value.
+  void (*const kernels[])(int, const char*, const char*, const int*, int, int, int, int, float*) = {
+      read_kv<kNoLookup>, read_kv<kOneAhead>, read_kv<kTwoAheadMoved>, read_kv<kTwoAheadAlternate>};
+  for (auto* kern : kernels) CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  struct Variant {
+    int layout, lookup;
+    const char* name;
+  };
+  const Variant variants[] = {{kNHD, kOneAhead, "slot-major, ids 1 tile ahead"},
+                              {kNHD, kTwoAheadMoved, "slot-major, 2 ahead moved"},
+                              {kNHD, kTwoAheadAlternate, "slot-major, 2 ahead alternate"},
+                              {kHND, kOneAhead, "head-major blocks, 1 ahead"},
+                              {kHeadPools, kOneAhead, "a pool per kv head, 1 ahead"},
+                              {kHeadPools, kTwoAheadMoved, "a pool per kv head, 2 ahead moved"},
+                              {kContig, kNoLookup, "contiguous, no ids (order 1 only)"},
+                              {kContig, kOneAhead, "contiguous, ids 1 ahead, unused"},
+                              {kContig, kTwoAheadMoved, "contiguous, ids 2 ahead moved, unused"}};
+  std::printf("columns, us:");
+  for (const Variant& vt : variants) std::printf(" | %s", vt.name);
+  std::printf("\n");
   float* sink;
   CK(cudaMalloc(&sink, 1 << 20));
   cudaEvent_t e0, e1;
@@ -158,6 +176,7 @@ int main(int argc, char** argv) {
   for (const Shape& s : shapes) {
     const size_t blocks = size_t(s.batch) * s.keys / kBS;
     const size_t bytes = blocks * kBS * n_kv * kHD * 2;  // K (and V) pool
+    // Enough copies that the calls of a round rotate through more than L2 holds.
     const int copies = bytes * 2 >= (size_t(256) << 20) ? 1 : int((size_t(256) << 20) / (bytes * 2)) + 1;
     std::vector<char*> kk(copies), vv(copies);
     for (int c = 0; c < copies; ++c) {
@@ -169,8 +188,8 @@ int main(int argc, char** argv) {
     int* d_table;
     CK(cudaMalloc(&d_table, blocks * sizeof(int)));
     const int grid = s.batch * n_kv * (s.keys / s.group_keys);
-    std::printf("batch %d, %d keys, %d-key groups (%d CTAs), %.1f MB of K+V, us: slot-major (ids 1 tile ahead / 2 moved / 2 alternate), head-major blocks (1), a pool per head (1 / 2 moved), contiguous (no ids / 1 / 2 moved):\n", s.batch,
-                s.keys, s.group_keys, grid, 2.0 * bytes / 1e6);
+    std::printf("batch %d, %d keys, %d-key groups (%d CTAs), %.1f MB of K+V:\n", s.batch, s.keys, s.group_keys, grid,
+                2.0 * bytes / 1e6);
     std::mt19937 rng(7);
     for (int order : orders) {
       if (order < 0 && s.batch < -order) continue;
@@ -185,25 +204,16 @@ int main(int argc, char** argv) {
         // sequence q's i-th block is pool block i * step + q (mod the pool), sequences of one call first
         const size_t per = blocks / s.batch, step = size_t(-order);
         for (size_t q = 0; q < size_t(s.batch); ++q)
-          for (size_t i = 0; i < per; ++i) table[q * per + i] = int(((i * step + q % step) + (q / step) * per * step) % blocks);
+          for (size_t i = 0; i < per; ++i)
+            table[q * per + i] = int(((i * step + q % step) + (q / step) * per * step) % blocks);
       }
       CK(cudaMemcpy(d_table, table.data(), blocks * sizeof(int), cudaMemcpyHostToDevice));
       std::printf("  order %5d:", order);
-      struct Variant {
-        int layout, ahead;
-      };
-      const Variant variants[] = {{kNHD, kOneAhead},         {kNHD, kTwoAheadMoved},    {kNHD, kTwoAheadAlternate},
-                                  {kHND, kOneAhead},         {kHeadPools, kOneAhead},   {kHeadPools, kTwoAheadMoved},
-                                  {kContig, kNoLookup},      {kContig, kOneAhead},      {kContig, kTwoAheadMoved}};
       for (const Variant& vt : variants) {
         if (vt.layout == kContig && order != 1) continue;
         auto launch = [&](int c) {
-          auto* kern = vt.ahead == kNoLookup  ? read_kv<kNoLookup>
-                       : vt.ahead == kOneAhead ? read_kv<kOneAhead>
-                       : vt.ahead == kTwoAheadMoved ? read_kv<kTwoAheadMoved>
-                                                    : read_kv<kTwoAheadAlternate>;
-          kern<<<grid, kThreads, smem>>>(vt.layout, kk[c % copies], vv[c % copies], d_table, n_kv, s.keys,
-                                         s.group_keys, int(blocks), sink);
+          kernels[vt.lookup]<<<grid, kThreads, smem>>>(vt.layout, kk[c % copies], vv[c % copies], d_table, n_kv,
+                                                       s.keys, s.group_keys, int(blocks), sink);
         };
         float best = 1e30f;
         for (int round = 0; round < 2; ++round) {
