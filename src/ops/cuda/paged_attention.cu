@@ -158,6 +158,10 @@ struct Params {
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, int src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
 }
+// A block id into shared memory (src_bytes 0: zero, nothing read).
+__device__ __forceinline__ void cp_async4(uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
@@ -253,7 +257,14 @@ struct Cfg {
   static constexpr int kSmemFold = kFoldSmem ? BM * HD * 4 : 0;
   static constexpr int kSmemP = WK > 1 ? BM * kBN * 2 : 0;
   static constexpr int kSmemRed = WK > 1 ? (WK * BM + WK * WM * 32 * 2) * 4 : 0;
-  static constexpr int kSmem = kSmemQ + kStages * kSmemStage + kSmemFold + kSmemP + kSmemRed;
+  // Block ids of the tiles ahead come through shared memory (a ring like
+  // the K/V stages), except in the 4 x 1 layout at head_dim 128: it sits at
+  // 255 registers, the ring's addressing took its spills from 8 to 56 bytes
+  // and its 16-row blocks 5-10% slower (bench_attention_notes.md), so it
+  // keeps looking them up into a register one tile ahead.
+  static constexpr bool kIdsInSmem = !(HD == 128 && WM == 4 && WK == 1);
+  static constexpr int kSmemIds = kIdsInSmem ? kStages * kBN * 4 : 0;
+  static constexpr int kSmem = kSmemQ + kStages * kSmemStage + kSmemFold + kSmemP + kSmemRed + kSmemIds;
   static constexpr int kCtasPerSm = max_ctas_per_sm(NW, STAGES);
   static_assert(NT % WK == 0 && DT % (2 * WK) == 0 && (NTW % 2 == 0), "warp split must keep whole quarters");
 };
@@ -276,6 +287,7 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
   bf16* sP = reinterpret_cast<bf16*>(after_ring + C::kSmemFold);
   float* red_m = reinterpret_cast<float*>(after_ring + C::kSmemFold + C::kSmemP);  // [WK][BM]
   float* red_q = red_m + WK * BM;                                                  // [WK][WM][32][2]
+  const int32_t* s_ids = reinterpret_cast<const int32_t*>(after_ring + C::kSmemFold + C::kSmemP + C::kSmemRed);
 
   // Let the split reduce (a programmatic dependent launch) get scheduled as
   // soon as the last CTA of this grid is resident; it waits for our writes.
@@ -310,14 +322,15 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
     return g == 0 ? base : p.splits.of(a + g * group_keys - 1) + 1;
   };
   const int lane_key = warp * RW + (lane % RW);  // the key (within a tile) whose slot this lane looks up
-  int first_blk[kStages];
+  constexpr int kFirst = C::kIdsInSmem ? kStages - 1 : kStages;  // tiles looked up before the loop
+  int first_blk[kFirst];
   // Looked up by the host's groups; a CTA whose refit (below) changes them
   // looks up again after, through the window's late lookup (a second early
   // one cost the 4 x 1 kernel 84 bytes of spills at its 255 registers).
   const bool early_tiles = p.window == 0;
   if (early_tiles) {
 #pragma unroll
-    for (int st = 0; st < kStages; ++st)
+    for (int st = 0; st < kFirst; ++st)
       first_blk[st] = load_block(p.splits.begin(group_first(grp, 0, 0)) + st * kBN + lane_key);
   }
   const int row0 = p.q_start[s];
@@ -370,7 +383,7 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
   const int hi_all = p.causal ? p_first : p.window > 0 ? min(kv_len, p_first + p.window) - 1 : kv_len - 1;
   if (!early_tiles || group_keys != p.group_keys) {  // a window's first tiles, or a refitted CTA's
 #pragma unroll
-    for (int st = 0; st < kStages; ++st) first_blk[st] = load_block(k_begin + st * kBN + lane_key);
+    for (int st = 0; st < kFirst; ++st) first_blk[st] = load_block(k_begin + st * kBN + lane_key);
   }
 
   // ---- Q tile (M entries x HD), rows past the sequence zero-filled ----
@@ -403,18 +416,27 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
   for (int ps = 0; ps < kRowsPerLane; ++ps)
     stage_off[ps] = static_cast<uint32_t>(swz<HD>(warp * RW + ps * RP + lane_r, lane_c)) * 2u;
   const uint32_t sk_base = smem_u32(sK), sv_base = smem_u32(sV);
-  // Lane l (mod RW) looks up key RW*warp + l of a tile; the lookup for the
-  // next tile is issued one iteration early so its latency hides behind math.
-  int pf_j = 0, pf_blk = 0;
-  auto prefetch_slot = [&](int tile) {
-    pf_j = k_begin + tile * kBN + lane_key;
-    pf_blk = load_block(pf_j);
+  // Lane l < RW looks up key RW*warp + l of a tile. The id goes to shared
+  // memory by cp.async in the commit group of the tile kStages - 1 before, so
+  // it has landed when its tile's copies are issued and no register waits for
+  // it. (H200: looked up into a register one tile ahead, the lookup held the
+  // copies at batch 1, where a tile's turn comes about every microsecond:
+  // bench/kv_layout_probe.cu, bench_attention_notes.md.)
+  const uint32_t ids_lane = smem_u32(s_ids + lane_key);
+  auto fetch_ids = [&](int tile) {
+    if (lane < RW && tile < n_tiles) {
+      const int b = table_block(k_begin + tile * kBN + lane_key);
+      const bool in = b < p.max_blocks;
+      cp_async4(ids_lane + static_cast<uint32_t>((tile % kStages) * kBN * 4), in ? table + b : table, in ? 4 : 0);
+    }
   };
-  auto issue_tile = [&](int buf) {
+  auto issue_tile = [&](int tile, int blk) {
     // Keys outside [lo, hi) are never read: their smem rows are zero-filled
     // (a copy of 0 source bytes, from any valid address).
+    const int buf = tile % kStages;
+    const int pf_j = k_begin + tile * kBN + lane_key;
     const bool ok = pf_j >= lo && pf_j < hi;
-    const int slot = ok ? pf_blk * p.block_size + (pf_j - table_block(pf_j) * p.block_size) : -1;
+    const int slot = ok ? blk * p.block_size + (pf_j - table_block(pf_j) * p.block_size) : -1;
     const uint32_t dk = sk_base + static_cast<uint32_t>(buf * kBN * HD * 2);
     const uint32_t dv = sv_base + static_cast<uint32_t>(buf * kBN * HD * 2);
 #pragma unroll
@@ -429,15 +451,12 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
 
 #pragma unroll
   for (int st = 0; st < kStages - 1; ++st) {
-    if (st < n_tiles) {
-      pf_j = k_begin + st * kBN + lane_key;
-      pf_blk = first_blk[st];
-      issue_tile(st);
-    }
+    if (st < n_tiles) issue_tile(st, first_blk[st]);
+    if constexpr (C::kIdsInSmem) fetch_ids(st + kStages - 1);
     cp_async_commit();
   }
-  pf_j = k_begin + (kStages - 1) * kBN + lane_key;
-  pf_blk = first_blk[kStages - 1];
+  int next_blk = 0;  // without the ring: the next tile's id, looked up one tile ahead
+  if constexpr (!C::kIdsInSmem) next_blk = first_blk[kStages - 1];
 
   // A warp whose 16 entries all lie past the sequence only loads (and meets the barriers).
   const bool live = m0 + wm * 16 <= m_last;
@@ -527,8 +546,13 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
     {
       const int tn = t + kStages - 1;
       if (tn < n_tiles) {
-        issue_tile(tn % kStages);
-        if (tn + 1 < n_tiles) prefetch_slot(tn + 1);
+        if constexpr (C::kIdsInSmem) {
+          issue_tile(tn, s_ids[(tn % kStages) * kBN + lane_key]);
+          fetch_ids(tn + kStages - 1);
+        } else {
+          issue_tile(tn, next_blk);
+          if (tn + 1 < n_tiles) next_blk = load_block(k_begin + (tn + 1) * kBN + lane_key);
+        }
       }
       cp_async_commit();
     }
