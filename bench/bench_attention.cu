@@ -502,7 +502,14 @@ std::vector<Point> explore_points() {
   // allocator hands them out so) against the default shuffle.
   for (int ctx : {8192, 32768})
     for (int b : {1, 32}) pts.push_back({"decode", b, ctx, 1, causal, 32, 8, false, 0});
-  pts.push_back({"decode", 32, 8192, 1, causal, 32, 8, true, 0, 128});
+  // Pool blocks of 32-128 slots instead of 16: fewer block jumps a 64-key tile.
+  for (int bs : {32, 64, 128}) {
+    for (int b : {1, 32})
+      for (int ctx : {1024, 8192, 32768}) pts.push_back({"decode", b, ctx, 1, causal, 32, 8, true, 0, bs});
+    for (int ctx : {1024, 8192}) pts.push_back({"block16_causal", 1, ctx, 16, causal, 32, 8, true, 0, bs});
+    pts.push_back({"block16_bidir", 32, 8192, 16, fo::AttentionMask{false, 0}, 32, 8, true, 0, bs});
+    pts.push_back({"prefill2048", 1, 0, 2048, causal, 32, 8, true, 0, bs});
+  }
   for (int g : {8, 32, 64}) pts.push_back({"decode", 1, 32768, 1, causal, 32, 8, true, g});
   for (int g : {4, 8, 16, 32}) pts.push_back({"decode", 1, 8192, 1, causal, 32, 8, true, g});
   for (int g : {16, 32}) pts.push_back({"decode", 1, 16384, 1, causal, 32, 8, true, g});
