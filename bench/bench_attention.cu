@@ -531,6 +531,9 @@ std::vector<Point> explore_points() {
       }
   for (int b : {1, 8})
     for (int ctx : {1024, 8192}) pts.push_back({"decode", b, ctx, 1, causal});
+  // Long key ranges, whose split reduce folds more than 32 slots a row.
+  pts.push_back({"decode", 1, 16384, 1, causal});  // (decode at 32k is a --bench point)
+  for (int ctx : {16384, 32768}) pts.push_back({"block16_causal", 1, ctx, 16, causal});
   // A recorded step past 8k keys is launched for the 16384-key bucket: the
   // same calls with max_keys stated that high.
   for (int bucket : {0, 16384})

@@ -823,6 +823,81 @@ __global__ void __launch_bounds__(HD) paged_attention_reduce_kernel(const Reduce
   r.out[static_cast<int64_t>(row) * r.out_ld + h * HD + e] = __float2bfloat16_rn(fold_result(acc, s_l));
 }
 
+// The same reduce for rows of more than kReduceBatch slots (key ranges past
+// ~10k keys), bit for bit: the split weights from every thread at once and
+// all of a row's partials (up to kReduceMany) loaded together, where the
+// kernel above would take a 60-slot row through one thread's chain and two
+// rounds of loads (H200, decode at batch 1 and 32k: the reduce ended 7.5 us
+// after the attention grid). A split's weights need only the row's running
+// max before it and with it, and max is exact in any order, so a scan over
+// the slots gives fold_weights' own values; only the row sum stays a chain,
+// folded beside the output in slot order. A kernel of its own: with both
+// paths in one kernel the short rows lost 0.4 us (bench_attention_notes.md).
+constexpr int kReduceMany = 64;
+template <int HD>
+__global__ void __launch_bounds__(HD) paged_attention_reduce_many_kernel(const ReduceParams r) {
+  const int w = blockIdx.x;  // row * n_heads + head
+  const int slots = r.positions ? row_slots(r, __ldg(r.positions + w / r.n_heads)) : r.slots;
+  const float* __restrict__ part_o = r.part_o;
+  const float2* __restrict__ part_ml = r.part_ml;
+  const int n_rows = r.n_rows, n_heads = r.n_heads;
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  extern __shared__ float4 s_abl[];  // per slot: weights (a, b) and the split's row sum; b < 0: an empty split
+  constexpr int kWarps = HD / 32;
+  __shared__ float s_warp_max[kWarps];
+  const int e = threadIdx.x, lane = e % 32, warp = e / 32;
+  const int64_t stride = static_cast<int64_t>(n_rows) * n_heads;
+  const float* src = part_o + static_cast<int64_t>(w) * HD + e;
+  float v[kReduceMany];
+#pragma unroll
+  for (int j = 0; j < kReduceMany; ++j) v[j] = j < slots ? __ldcg(src + j * stride * HD) : 0.f;
+  // HD slots at a time, thread e taking slot c0 + e; `carry` is the max of the slots before c0.
+  float carry = kNegInf;
+  for (int c0 = 0; c0 < slots; c0 += HD) {
+    const int i = c0 + e;
+    const float2 ml = i < slots ? __ldcg(part_ml + i * stride + w) : make_float2(kNegInf, 0.f);
+    float incl = ml.x;  // max over this warp's slots up to i
+#pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+      const float o = __shfl_up_sync(0xffffffffu, incl, d);
+      if (lane >= d) incl = fmaxf(incl, o);
+    }
+    const float excl_warp = __shfl_up_sync(0xffffffffu, incl, 1);
+    if (lane == 31) s_warp_max[warp] = incl;
+    __syncthreads();
+    float before = carry;  // the max of every slot before this warp's first
+    for (int k = 0; k < warp; ++k) before = fmaxf(before, s_warp_max[k]);
+    // The left fold's running max before slot i, and with it.
+    const float m_acc = lane == 0 ? before : fmaxf(before, excl_warp);
+    const float mn = fmaxf(m_acc, ml.x);
+    if (i < slots)
+      s_abl[i] = ml.x == kNegInf ? make_float4(0.f, -1.f, 0.f, 0.f)
+                                 : make_float4(fast_exp2(__fsub_rn(m_acc, mn)), fast_exp2(__fsub_rn(ml.x, mn)), ml.y, 0.f);
+    for (int k = 0; k < kWarps; ++k) carry = fmaxf(carry, s_warp_max[k]);
+    __syncthreads();  // s_warp_max is rewritten by the next round; s_abl is read below
+  }
+  float acc = 0.f, l_acc = 0.f;
+  for (int i0 = 0; i0 < slots; i0 += kReduceMany) {
+    if (i0 > 0) {
+#pragma unroll
+      for (int j = 0; j < kReduceMany; ++j) v[j] = i0 + j < slots ? __ldcg(src + (i0 + j) * stride * HD) : 0.f;
+    }
+#pragma unroll
+    for (int j = 0; j < kReduceMany; ++j) {
+      if (i0 + j < slots) {
+        const float4 abl = s_abl[i0 + j];
+        if (abl.y >= 0.f) {
+          acc = fold_acc(acc, abl.x, v[j], abl.y);
+          l_acc = fold_acc(l_acc, abl.x, abl.z, abl.y);
+        }
+      }
+    }
+  }
+  const int row = w / n_heads, h = w % n_heads;
+  r.out[static_cast<int64_t>(row) * r.out_ld + h * HD + e] = __float2bfloat16_rn(fold_result(acc, l_acc));
+}
+
 // ---- host side ----
 
 int g_forced_groups = 0;
@@ -1107,7 +1182,8 @@ void launch(Params& prm, const AttnBatch& batch, const LaunchPlan& L, int dev, A
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(static_cast<unsigned>(static_cast<int64_t>(batch.n_rows) * prm.n_heads));
     cfg.blockDim = dim3(HD);
-    cfg.dynamicSmemBytes = static_cast<size_t>(slots) * sizeof(float2);
+    const bool many = slots > kReduceBatch;
+    cfg.dynamicSmemBytes = static_cast<size_t>(slots) * (many ? sizeof(float4) : sizeof(float2));
     cfg.stream = stream;
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -1117,7 +1193,8 @@ void launch(Params& prm, const AttnBatch& batch, const LaunchPlan& L, int dev, A
     const ReduceParams rp{prm.part_o,      prm.part_ml, prm.out,      prm.out_ld, batch.n_rows, prm.n_heads,
                           static_cast<int>(slots), batch.positions, prm.splits, prm.causal, prm.window,
                           batch.max_rows};
-    const cudaError_t e = cudaLaunchKernelEx(&cfg, paged_attention_reduce_kernel<HD>, rp);
+    const cudaError_t e = cudaLaunchKernelEx(
+        &cfg, many ? paged_attention_reduce_many_kernel<HD> : paged_attention_reduce_kernel<HD>, rp);
     if (e != cudaSuccess) throw Error(std::string("paged_attention: reduce launch: ") + cudaGetErrorString(e));
   }
 }
