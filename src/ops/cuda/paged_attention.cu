@@ -872,8 +872,9 @@ __global__ void __launch_bounds__(HD) paged_attention_reduce_many_kernel(const R
     const float m_acc = lane == 0 ? before : fmaxf(before, excl_warp);
     const float mn = fmaxf(m_acc, ml.x);
     if (i < slots)
-      s_abl[i] = ml.x == kNegInf ? make_float4(0.f, -1.f, 0.f, 0.f)
-                                 : make_float4(fast_exp2(__fsub_rn(m_acc, mn)), fast_exp2(__fsub_rn(ml.x, mn)), ml.y, 0.f);
+      s_abl[i] = ml.x == kNegInf
+                     ? make_float4(0.f, -1.f, 0.f, 0.f)
+                     : make_float4(fast_exp2(__fsub_rn(m_acc, mn)), fast_exp2(__fsub_rn(ml.x, mn)), ml.y, 0.f);
     for (int k = 0; k < kWarps; ++k) carry = fmaxf(carry, s_warp_max[k]);
     __syncthreads();  // s_warp_max is rewritten by the next round; s_abl is read below
   }
