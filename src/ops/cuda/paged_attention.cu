@@ -207,12 +207,18 @@ __device__ __forceinline__ int swz(int row, int chunk) {
 __device__ __forceinline__ float fold_acc(float acc, float a, float x, float b) {
   return __fmaf_rn(acc, a, __fmul_rn(x, b));
 }
+// The weights of a non-empty split of max m folding into a state of max
+// m_acc: a for the state (0 for the first non-empty split), b for the split;
+// returns the new max. (The reduce's scan path takes them from here too.)
+__device__ __forceinline__ float split_weights(float m_acc, float m, float& a, float& b) {
+  const float mn = fmaxf(m_acc, m);
+  a = fast_exp2(__fsub_rn(m_acc, mn));
+  b = fast_exp2(__fsub_rn(m, mn));
+  return mn;
+}
 __device__ __forceinline__ bool fold_weights(float& m_acc, float& l_acc, float m, float l, float& a, float& b) {
   if (m == kNegInf) return false;  // an empty split changes nothing
-  const float mn = fmaxf(m_acc, m);
-  a = fast_exp2(__fsub_rn(m_acc, mn));  // 0 for the first non-empty split
-  b = fast_exp2(__fsub_rn(m, mn));
-  m_acc = mn;
+  m_acc = split_weights(m_acc, m, a, b);
   l_acc = fold_acc(l_acc, a, l, b);
   return true;
 }
@@ -827,13 +833,13 @@ __global__ void __launch_bounds__(HD) paged_attention_reduce_kernel(const Reduce
       __syncthreads();
       float before = carry;  // the max of every slot before this warp's first
       for (int k = 0; k < warp; ++k) before = fmaxf(before, s_warp_max[k]);
-      // The left fold's running max before slot i, and with it.
+      // The left fold's running max before slot i (split_weights takes the max with it).
       const float m_acc = lane == 0 ? before : fmaxf(before, excl_warp);
-      const float mn = fmaxf(m_acc, ml.x);
-      if (i < slots)
-        s_abl[i] = ml.x == kNegInf
-                       ? make_float4(0.f, -1.f, 0.f, 0.f)
-                       : make_float4(fast_exp2(__fsub_rn(m_acc, mn)), fast_exp2(__fsub_rn(ml.x, mn)), ml.y, 0.f);
+      if (i < slots) {
+        float a = 0.f, b = -1.f;
+        if (ml.x != kNegInf) split_weights(m_acc, ml.x, a, b);
+        s_abl[i] = make_float4(a, b, ml.y, 0.f);
+      }
       for (int k = 0; k < kWarps; ++k) carry = fmaxf(carry, s_warp_max[k]);
       __syncthreads();  // s_warp_max is rewritten by the next round; s_abl is read below
     }
