@@ -31,20 +31,13 @@
 #include <thread>
 #include <vector>
 
+#include "cuda_check.h"
 #include "ops/cuda/paged_attention.h"
 
 namespace fo = flashdraft::ops;
 namespace fc = flashdraft::ops::cuda;
 
 namespace {
-
-void ck(cudaError_t e, const char* what, int line) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "CUDA error at line %d (%s): %s\n", line, what, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
-#define CK(x) ck((x), #x, __LINE__)
 
 uint16_t f2bf(float f) {
   uint32_t u;

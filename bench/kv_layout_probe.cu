@@ -14,7 +14,8 @@
 // of two register sets that alternate tiles use) and sums one word a row, so
 // it times the copies alone. Block orders: in order, shuffled within 2 MB, shuffled, and
 // dealt round robin to 32 sequences (decode growth). Results and what they
-// ruled out: bench/bench_attention_notes.md, "The K/V read alone".
+// ruled out: bench/bench_attention_notes.md, "The K/V read alone" and, for
+// the kernel's batch-32 grid, "The split reduce past 32 slots".
 // Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/kv_layout_probe.cu -o kv_layout_probe
 // Run: ./kv_layout_probe [reps]
 #include <cuda_runtime.h>
