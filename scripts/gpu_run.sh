@@ -2,7 +2,7 @@
 # One call on the lent GPU machine: build (scripts/device_build.sh), then the
 # GPU tests and benchmarks, logs under $OUT (default ./gpu-out). Needs
 # .carry (scripts/device_fetch_debs.sh: packages and configs) carried with the call.
-# Usage: bash scripts/gpu_run.sh [tests] [bench] [cycle] [engine] [peer] [timeline] [tp] [attention] [profile] [rope] [agreement] [overlap]
+# Usage: bash scripts/gpu_run.sh [tests] [bench] [cycle] [engine] [peer] [timeline] [tp] [attention] [profile] [rope] [agreement] [overlap] [scorecard]
 #   (default: tests bench attention)
 # (A call returns at most 8 files: run profile apart from attention.)
 set -uo pipefail
@@ -120,23 +120,31 @@ if [[ $what == *profile* ]]; then
   ncu --profile-from-start off --clock-control none --metrics gpu__time_duration.sum --csv \
     build-gpu/bench/bench_step --target .carry/configs/qwen3-8b --drafter .carry/configs/qwen3-8b-dflash-b16 \
     --contexts 1024 --profile-decode >"$out/ncu_decode.csv" 2>"$out/ncu.err"
-  python3 - "$out/ncu_decode.csv" <<'PY' | tee "$out/ncu_decode_sum.txt"
-import csv, sys, collections
-rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
-head, body = rows[0], rows[1:]
-ki, ui, vi = head.index("Kernel Name"), head.index("Metric Unit"), head.index("Metric Value")
-scale = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3}
-by = collections.defaultdict(float)
-for r in body:
-    by[r[ki][:60]] += float(r[vi].replace(",", "")) * scale[r[ui]]
-total = sum(by.values())
-print(f"decode step, batch 1, ctx 1024: {len(body)} kernels, sum of kernel times {total/1000:.3f} ms")
-for k, v in sorted(by.items(), key=lambda x: -x[1])[:8]:
-    print(f"  {v/1000:8.3f} ms  {k}")
-PY
+  python3 bench/ncu_kernel_sum.py "$out/ncu_decode.csv" "decode step, batch 1, ctx 1024" | tee "$out/ncu_decode_sum.txt"
 fi
 if [[ $what == *attention* ]]; then
   build-gpu/bench/bench_attention --check 2>&1 | tail -8 | tee "$out/attention_check.log"
   build-gpu/bench/bench_attention --bench --csv "$out/attention_ours.csv" 2>&1 | tail -30 | tee "$out/bench_attention.log"
   python3 bench/attention_sdpa.py --ours "$out/attention_ours.csv" 2>&1 | tail -30 | tee "$out/attention_sdpa.log"
+fi
+if [[ $what == *scorecard* ]]; then
+  # Issue 7's figures in one table (bench/issue7_table.py), every ratio from
+  # this one call: eager and replayed decode steps, the sum of a decode step's
+  # kernel times under ncu, verify / decode, attention against torch SDPA,
+  # prefill, and the CPU/GPU agreement test. Raw logs: scorecard_logs.tgz.
+  sc=/tmp/scorecard && rm -rf $sc && mkdir -p $sc && cp "$out/gpu.txt" $sc/
+  models=(--target .carry/configs/qwen3-8b --drafter .carry/configs/qwen3-8b-dflash-b16)
+  build-gpu/bench/bench_step "${models[@]}" --contexts 1024,16384 --batches 1 --reps 20 >$sc/bench_step.log 2>&1
+  build-gpu/bench/bench_cycle "${models[@]}" --contexts 1024,16384 --batches 1 --reps 30 >$sc/bench_cycle.log 2>&1
+  for ctx in 1024 16384; do
+    ncu --profile-from-start off --clock-control none --metrics gpu__time_duration.sum --csv \
+      build-gpu/bench/bench_step "${models[@]}" --contexts $ctx --profile-decode >$sc/ncu_$ctx.csv 2>$sc/ncu_$ctx.err
+    python3 bench/ncu_kernel_sum.py $sc/ncu_$ctx.csv "decode step, batch 1, ctx $ctx" >$sc/ncu_sum_$ctx.txt
+  done
+  build-gpu/bench/bench_attention --bench --csv $sc/attention_ours.csv >$sc/attention_ours.log 2>&1
+  python3 bench/attention_sdpa.py --csv $sc/attention_sdpa.csv >$sc/attention_sdpa.log 2>&1
+  (cd build-gpu/tests/engine && ./engine_gpu_tests --gtest_filter=Gpu.GreedyOutputsAgreeWithCpu) >$sc/agreement.log 2>&1
+  python3 bench/issue7_table.py $sc --commit "${FD_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo '?')}" \
+    --date "$(date -u +%F)" | tee "$out/issue7_table.md"
+  tar czf "$out/scorecard_logs.tgz" -C $sc .
 fi
