@@ -12,7 +12,8 @@
 // ring, 128 threads, two CTAs a multiprocessor; a tile's block ids loaded
 // one tile before its copies, or two: handed on through a register, or in one
 // of two register sets that alternate tiles use) and sums one word a row, so
-// it times the copies alone. Block orders: in order, shuffled within 2 MB, shuffled, and
+// it times the copies alone; or with bulk copies (`cp.async.bulk`, read_kv_bulk)
+// of each layout's contiguous pieces. Block orders: in order, shuffled within 2 MB, shuffled, and
 // dealt round robin to 32 sequences (decode growth). Results and what they
 // ruled out: bench/bench_attention_notes.md, "The K/V read alone" and, for
 // the kernel's batch-32 grid, "The split reduce past 32 slots".
@@ -132,6 +133,75 @@ __global__ void __launch_bounds__(kThreads, 2)
   if (acc == 12345.f) sink[blockIdx.x] = acc;  // keeps the loads; never true for the zero pool
 }
 
+// The same reads with bulk copies (`cp.async.bulk`, the copy engine's 1-D
+// form) counted on one mbarrier a stage: a copy a 256-byte row for the
+// slot-major pool, a (block, kv head)'s 4 KB for head-major blocks, a
+// tile's 16 KB for contiguous K/V. Thread i issues row i % 64 of K (i < 64)
+// or V, looking its own block id up one tile ahead. Does the copy engine
+// read scattered pool rows faster than 16-byte cp.async does?
+__device__ __forceinline__ void mbar_wait_parity(uint32_t bar, int parity) {
+  asm volatile(
+      "{\n.reg .pred done;\nwait:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra wait;\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+
+__global__ void __launch_bounds__(kThreads, 2)
+    read_kv_bulk(int layout, const char* k, const char* v, const int* tables, int n_kv, int seq_keys,
+                 int group_keys, int n_blocks, float* sink) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ __align__(8) uint64_t bars[kStages];
+  const int groups = seq_keys / group_keys;
+  const int g = blockIdx.x % groups, h = (blockIdx.x / groups) % n_kv, seq = blockIdx.x / (groups * n_kv);
+  const int* table = tables + seq * (seq_keys / kBS);
+  const int k0 = g * group_keys, n_tiles = group_keys / kBN;
+  const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  const uint32_t bar0 = static_cast<uint32_t>(__cvta_generic_to_shared(bars));
+  const int row = threadIdx.x % kBN;
+  const bool is_v = threadIdx.x >= kBN;
+  const int rows_a_copy = layout == kNHD ? 1 : layout == kContig ? kBN : kBS;
+  const bool issuer = row % rows_a_copy == 0;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar0 + 8 * s));
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  auto lookup = [&](int tile) {
+    return layout != kContig && tile < n_tiles ? __ldg(table + (k0 + tile * kBN + row) / kBS) : 0;
+  };
+  auto issue = [&](int tile, int st, int blk) {
+    const uint32_t bar = bar0 + 8 * st;
+    if (threadIdx.x == 0)
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(2 * kBN * kHD * 2)
+                   : "memory");
+    if (issuer) {
+      const uint64_t off = row_offset(layout, blk, k0 + tile * kBN + row, h, n_kv, seq_keys, seq, n_blocks);
+      const uint32_t dst = base + st * 2 * kBN * kHD * 2 + (is_v ? kBN * kHD * 2 : 0) + row * kHD * 2;
+      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                       dst),
+                   "l"((is_v ? v : k) + off), "r"(rows_a_copy * kHD * 2), "r"(bar)
+                   : "memory");
+    }
+  };
+  for (int s = 0; s < kStages - 1 && s < n_tiles; ++s) issue(s, s, lookup(s));
+  int next = lookup(kStages - 1);
+  float acc = 0.f;
+  for (int t = 0; t < n_tiles; ++t) {
+    mbar_wait_parity(bar0 + 8 * (t % kStages), (t / kStages) & 1);
+    __syncthreads();  // every thread is past tile t - 1, whose stage the next copies refill
+    if (t + kStages - 1 < n_tiles) {
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+      issue(t + kStages - 1, (t + kStages - 1) % kStages, next);
+    }
+    next = lookup(t + kStages);
+    const float* tile = reinterpret_cast<const float*>(smem + (t % kStages) * 2 * kBN * kHD * 2);
+    acc += tile[threadIdx.x * 32] + tile[kBN * kHD / 2 + threadIdx.x * 32];
+  }
+  if (acc == 12345.f) sink[blockIdx.x] = acc;  // keeps the loads; never true for the zero pool
+}
+
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::atoi(argv[1]) : 50;
   const int n_kv = 8;
@@ -150,6 +220,8 @@ int main(int argc, char** argv) {
   void (*const kernels[])(int, const char*, const char*, const int*, int, int, int, int, float*) = {
       read_kv<kNoLookup>, read_kv<kOneAhead>, read_kv<kTwoAheadMoved>, read_kv<kTwoAheadAlternate>};
   for (auto* kern : kernels) CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  CK(cudaFuncSetAttribute(read_kv_bulk, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  constexpr int kBulk = -1;  // a Variant's lookup: read_kv_bulk
   struct Variant {
     int layout, lookup;
     const char* name;
@@ -162,7 +234,10 @@ int main(int argc, char** argv) {
                               {kHeadPools, kTwoAheadMoved, "a pool per kv head, 2 ahead moved"},
                               {kContig, kNoLookup, "contiguous, no ids (order 1 only)"},
                               {kContig, kOneAhead, "contiguous, ids 1 ahead, unused"},
-                              {kContig, kTwoAheadMoved, "contiguous, ids 2 ahead moved, unused"}};
+                              {kContig, kTwoAheadMoved, "contiguous, ids 2 ahead moved, unused"},
+                              {kNHD, kBulk, "slot-major, bulk copies of 256 B"},
+                              {kHND, kBulk, "head-major blocks, bulk copies of 4 KB"},
+                              {kContig, kBulk, "contiguous, bulk copies of 16 KB"}};
   std::printf("columns, us:");
   for (const Variant& vt : variants) std::printf(" | %s", vt.name);
   std::printf("\n");
@@ -215,8 +290,9 @@ int main(int argc, char** argv) {
       for (const Variant& vt : variants) {
         if (vt.layout == kContig && order != 1) continue;
         auto launch = [&](int c) {
-          kernels[vt.lookup]<<<grid, kThreads, smem>>>(vt.layout, kk[c % copies], vv[c % copies], d_table, n_kv,
-                                                       s.keys, s.group_keys, int(blocks), sink);
+          auto* kern = vt.lookup == kBulk ? read_kv_bulk : kernels[vt.lookup];
+          kern<<<grid, kThreads, smem>>>(vt.layout, kk[c % copies], vv[c % copies], d_table, n_kv, s.keys,
+                                         s.group_keys, int(blocks), sink);
         };
         float best = 1e30f;
         for (int round = 0; round < 2; ++round) {

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The sum of kernel times in an `ncu --metrics gpu__time_duration.sum --csv` log.
 
-ncu runs the profiled kernels one at a time, so the sum is the step's GPU
-time without launch gaps or overlap (issue 7's "sum of kernel times from a
+ncu runs the profiled kernels one at a time (the scripts pass
+`--cache-control none`, so each finds the caches as the kernel before left
+them), so the sum is the step's GPU time without launch gaps or overlap (issue 7's "sum of kernel times from a
 profile"). Usage: ncu_kernel_sum.py NCU.csv LABEL [--top N]
 """
 import argparse

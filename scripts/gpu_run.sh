@@ -117,7 +117,7 @@ if [[ $what == *rope* ]]; then
 fi
 if [[ $what == *profile* ]]; then
   # One batch-1 decode step at ctx 1024 under ncu: the sum of its kernel times.
-  ncu --profile-from-start off --clock-control none --metrics gpu__time_duration.sum --csv \
+  ncu --profile-from-start off --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
     build-gpu/bench/bench_step --target .carry/configs/qwen3-8b --drafter .carry/configs/qwen3-8b-dflash-b16 \
     --contexts 1024 --profile-decode >"$out/ncu_decode.csv" 2>"$out/ncu.err"
   python3 bench/ncu_kernel_sum.py "$out/ncu_decode.csv" "decode step, batch 1, ctx 1024" | tee "$out/ncu_decode_sum.txt"
@@ -137,7 +137,7 @@ if [[ $what == *scorecard* ]]; then
   build-gpu/bench/bench_step "${models[@]}" --contexts 1024,16384 --batches 1 --reps 20 >$sc/bench_step.log 2>&1
   build-gpu/bench/bench_cycle "${models[@]}" --contexts 1024,16384 --batches 1 --reps 30 >$sc/bench_cycle.log 2>&1
   for ctx in 1024 16384; do
-    ncu --profile-from-start off --clock-control none --metrics gpu__time_duration.sum --csv \
+    ncu --profile-from-start off --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
       build-gpu/bench/bench_step "${models[@]}" --contexts $ctx --profile-decode >$sc/ncu_$ctx.csv 2>$sc/ncu_$ctx.err
     python3 bench/ncu_kernel_sum.py $sc/ncu_$ctx.csv "decode step, batch 1, ctx $ctx" >$sc/ncu_sum_$ctx.txt
   done
