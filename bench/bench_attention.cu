@@ -503,7 +503,7 @@ std::vector<Point> explore_points() {
     pts.push_back({"block16_bidir", 32, 8192, 16, fo::AttentionMask{false, 0}, 32, 8, true, 0, bs});
     pts.push_back({"prefill2048", 1, 0, 2048, causal, 32, 8, true, 0, bs});
   }
-  for (int g : {8, 32, 64}) pts.push_back({"decode", 1, 32768, 1, causal, 32, 8, true, g});
+  for (int g : {8, 16, 32, 64}) pts.push_back({"decode", 1, 32768, 1, causal, 32, 8, true, g});
   for (int g : {4, 8, 16, 32}) pts.push_back({"decode", 1, 8192, 1, causal, 32, 8, true, g});
   for (int g : {16, 32}) pts.push_back({"decode", 1, 16384, 1, causal, 32, 8, true, g});
   pts.push_back({"decode", 1, 1024, 1, causal, 32, 8, true, 1});

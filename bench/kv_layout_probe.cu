@@ -208,9 +208,10 @@ int main(int argc, char** argv) {
   struct Shape {
     int batch, keys, group_keys;
   };
-  // batch 1: 16 key groups a kv head (128 CTAs); batch 32: 512-key groups (the split length past 4k keys),
+  // batch 1: 16 key groups a kv head (128 CTAs), and at 32k 32 (256: the kernel's grid there); batch 32:
+  // 512-key groups (the split length past 4k keys),
   // and a CTA a (sequence, kv head) walking every key, as the kernel runs batch 32 (one key group).
-  const Shape shapes[] = {{1, 32768, 2048}, {1, 8192, 512}, {32, 8192, 512}, {32, 1024, 256},
+  const Shape shapes[] = {{1, 32768, 2048}, {1, 32768, 1024}, {1, 8192, 512}, {32, 8192, 512}, {32, 1024, 256},
                           {32, 8192, 8192}, {32, 32768, 32768}, {32, 32768, 512}};
   cudaDeviceProp prop{};
   CK(cudaGetDeviceProperties(&prop, 0));
