@@ -14,6 +14,15 @@ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv,n
 source scripts/device_build.sh backend_ops_test batch_invariance_test engine_gpu_tests engine_tensor_parallel_gpu_tests rope_scaling_test bench_step bench_cycle bench_backend_ops bench_attention kernel_timeline flashdraft \
   || exit 1
 export PYTHONUNBUFFERED=1
+# One batch-1 eager decode step at context $1 under ncu (kernels one at a
+# time, caches as the step leaves them): its CSV to $2.csv, ncu's stderr to
+# $2.err, the sum of its kernel times (bench/ncu_kernel_sum.py) to stdout.
+ncu_decode_sum() {
+  ncu --profile-from-start off --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
+    build-gpu/bench/bench_step --target .carry/configs/qwen3-8b --drafter .carry/configs/qwen3-8b-dflash-b16 \
+    --contexts "$1" --profile-decode >"$2.csv" 2>"$2.err"
+  python3 bench/ncu_kernel_sum.py "$2.csv" "decode step, batch 1, ctx $1"
+}
 if [[ $what == *tests* ]]; then
   build-gpu/tests/backend_ops/backend_ops_test --gtest_brief=1 2>&1 | tail -40 | tee "$out/backend_ops.log"
   build-gpu/tests/backend_ops/batch_invariance_test 2>&1 | grep -vE "^\[ (RUN|      OK) " | head -40 | tee "$out/batch_invariance.log"
@@ -117,10 +126,7 @@ if [[ $what == *rope* ]]; then
 fi
 if [[ $what == *profile* ]]; then
   # One batch-1 decode step at ctx 1024 under ncu: the sum of its kernel times.
-  ncu --profile-from-start off --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
-    build-gpu/bench/bench_step --target .carry/configs/qwen3-8b --drafter .carry/configs/qwen3-8b-dflash-b16 \
-    --contexts 1024 --profile-decode >"$out/ncu_decode.csv" 2>"$out/ncu.err"
-  python3 bench/ncu_kernel_sum.py "$out/ncu_decode.csv" "decode step, batch 1, ctx 1024" | tee "$out/ncu_decode_sum.txt"
+  ncu_decode_sum 1024 "$out/ncu_decode" | tee "$out/ncu_decode_sum.txt"
 fi
 if [[ $what == *attention* ]]; then
   build-gpu/bench/bench_attention --check 2>&1 | tail -8 | tee "$out/attention_check.log"
@@ -136,11 +142,7 @@ if [[ $what == *scorecard* ]]; then
   models=(--target .carry/configs/qwen3-8b --drafter .carry/configs/qwen3-8b-dflash-b16)
   build-gpu/bench/bench_step "${models[@]}" --contexts 1024,16384 --batches 1 --reps 20 >$sc/bench_step.log 2>&1
   build-gpu/bench/bench_cycle "${models[@]}" --contexts 1024,16384 --batches 1 --reps 30 >$sc/bench_cycle.log 2>&1
-  for ctx in 1024 16384; do
-    ncu --profile-from-start off --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
-      build-gpu/bench/bench_step "${models[@]}" --contexts $ctx --profile-decode >$sc/ncu_$ctx.csv 2>$sc/ncu_$ctx.err
-    python3 bench/ncu_kernel_sum.py $sc/ncu_$ctx.csv "decode step, batch 1, ctx $ctx" >$sc/ncu_sum_$ctx.txt
-  done
+  for ctx in 1024 16384; do ncu_decode_sum $ctx $sc/ncu_$ctx >$sc/ncu_sum_$ctx.txt; done
   build-gpu/bench/bench_attention --bench --csv $sc/attention_ours.csv >$sc/attention_ours.log 2>&1
   python3 bench/attention_sdpa.py --csv $sc/attention_sdpa.csv >$sc/attention_sdpa.log 2>&1
   (cd build-gpu/tests/engine && ./engine_gpu_tests --gtest_filter=Gpu.GreedyOutputsAgreeWithCpu) >$sc/agreement.log 2>&1
