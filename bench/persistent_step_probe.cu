@@ -12,8 +12,10 @@
 // batch-invariant tensor-core chain of gemm_invariant.cuh), and the
 // attention stands in as a read of the layer's K/V (1k keys, 4 MB) with no
 // softmax. So it bounds what a persistent step could gain; it does not show
-// that the engine's kernels would reach it. Every mode computes the same
-// logits, bit for bit (printed: a check that the barriers order the phases).
+// that the engine's kernels would reach it. The warp-a-row modes compute the
+// same logits bit for bit (printed: a check that the barriers order the
+// phases); the streaming ones add a row's 4096-weight pieces in shared memory
+// by atomics, in no fixed order, so theirs may differ in the last bits.
 //
 // A step: per layer, 5 phases (qkv over rmsnorm(residual); the K/V read; o;
 // gate_up over rmsnorm(residual + o); down over silu(gate) * up), then the
@@ -35,7 +37,7 @@
 // (read + write counted), as bench/step_floor.h measures it. Then one grid
 // barrier alone, and each matrix alone in one launch of either routine.
 //
-// Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/persistent_step_probe.cu -o persistent_step_probe
+// Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Isrc bench/persistent_step_probe.cu -o persistent_step_probe
 // Run:   ./persistent_step_probe [reps, default 20] [layers, default 36]   (PSP_MODES=0,4: only those modes)
 // Measured (NVIDIA H200, 2026-12-03; bench/gemm_notes.md has the table): the
 // persistent modes 0.73-0.74 of the floor, the launch-a-phase modes
@@ -50,8 +52,15 @@
 #include <vector>
 
 #include "cuda_check.h"
+#include "ops/cuda/mbarrier.cuh"
 
 using bf16 = __nv_bfloat16;
+using flashdraft::ops::cuda::bulk_copy;
+using flashdraft::ops::cuda::mbar_arrive;
+using flashdraft::ops::cuda::mbar_expect_tx;
+using flashdraft::ops::cuda::mbar_init;
+using flashdraft::ops::cuda::mbar_wait;
+using flashdraft::ops::cuda::smem_u32;
 
 constexpr int H = 4096, Q = 4096, KV = 1024, I = 12288, V = 151936, KEYS = 1024;
 constexpr int kThreads = 256, kWarps = kThreads / 32;
@@ -181,6 +190,23 @@ __device__ float* phase_out(const Params& p, PhaseKind k) {
   }
 }
 
+// acc + w . x[0, 8): 8 bf16 weights (one 16-byte load) against 8 floats, in order.
+__device__ __forceinline__ float dot8(const uint4& w, const float* x, float acc) {
+  const float4 xa = *reinterpret_cast<const float4*>(x);
+  const float4 xb = *reinterpret_cast<const float4*>(x + 4);
+  const __nv_bfloat162* w2 = reinterpret_cast<const __nv_bfloat162*>(&w);
+  const float2 w0 = __bfloat1622float2(w2[0]), w1 = __bfloat1622float2(w2[1]);
+  const float2 w2f = __bfloat1622float2(w2[2]), w3 = __bfloat1622float2(w2[3]);
+  acc = fmaf(w0.x, xa.x, acc);
+  acc = fmaf(w0.y, xa.y, acc);
+  acc = fmaf(w1.x, xa.z, acc);
+  acc = fmaf(w1.y, xa.w, acc);
+  acc = fmaf(w2f.x, xb.x, acc);
+  acc = fmaf(w2f.y, xb.y, acc);
+  acc = fmaf(w3.x, xb.z, acc);
+  return fmaf(w3.y, xb.w, acc);
+}
+
 // y = W x, a warp a row (rows dealt round robin over the grid's warps);
 // `v` may hold the first chunk of the warp's first row already.
 __device__ void gemv(const Phase& ph, const float* xs, float* y, uint4 (&v)[CH], bool preloaded) {
@@ -192,22 +218,7 @@ __device__ void gemv(const Phase& ph, const float* xs, float* y, uint4 (&v)[CH],
       if (!preloaded) load_chunk(ph, row, c0, lane, v);
       preloaded = false;
 #pragma unroll
-      for (int i = 0; i < CH; ++i) {
-        const int e = c0 + (i * 32 + lane) * 8;
-        const float4 xa = *reinterpret_cast<const float4*>(xs + e);
-        const float4 xb = *reinterpret_cast<const float4*>(xs + e + 4);
-        const __nv_bfloat162* w2 = reinterpret_cast<const __nv_bfloat162*>(&v[i]);
-        const float2 w0 = __bfloat1622float2(w2[0]), w1 = __bfloat1622float2(w2[1]);
-        const float2 w2f = __bfloat1622float2(w2[2]), w3 = __bfloat1622float2(w2[3]);
-        acc = fmaf(w0.x, xa.x, acc);
-        acc = fmaf(w0.y, xa.y, acc);
-        acc = fmaf(w1.x, xa.z, acc);
-        acc = fmaf(w1.y, xa.w, acc);
-        acc = fmaf(w2f.x, xb.x, acc);
-        acc = fmaf(w2f.y, xb.y, acc);
-        acc = fmaf(w3.x, xb.z, acc);
-        acc = fmaf(w3.y, xb.w, acc);
-      }
+      for (int i = 0; i < CH; ++i) acc = dot8(v[i], xs + c0 + (i * 32 + lane) * 8, acc);
     }
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
@@ -295,36 +306,6 @@ constexpr int kStreamStages = 16;
 static_assert(kStreamStages % kWarps == 0, "a slot's items must all go to one consumer warp");
 constexpr int kMaxBlockRows = 2048;
 
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void mbar_init(uint64_t* bar, int count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
-}
-__device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes)
-               : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      "wait_%=:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra wait_%=;\n"
-      "}\n" ::"r"(smem_u32(bar)),
-      "r"(parity)
-      : "memory");
-}
-__device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_t bytes, uint64_t* bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
-               "l"(src), "r"(bytes), "r"(smem_u32(bar))
-               : "memory");
-}
-
 // Block b's share of a phase: rows [r0, r1) (K/V: items [r0, r1)) and its items.
 struct Share {
   int r0, r1, per_row, items;
@@ -364,7 +345,7 @@ __global__ void __launch_bounds__(kThreads + 32, 1) stream_kernel(Params p, int 
         const Share sh = share_of(ph, blockIdx.x, gridDim.x);
         for (int j = 0; j < sh.items; ++j, ++g) {
           const int slot = static_cast<int>(g % kStreamStages);
-          if (g >= kStreamStages) mbar_wait(&empty[slot], static_cast<uint32_t>((g / kStreamStages - 1) & 1));
+          if (g >= kStreamStages) mbar_wait(&empty[slot], static_cast<int>((g / kStreamStages - 1) & 1));
           const bf16* src = ph.kind == kAttn ? ph.kv + int64_t{sh.r0 + j} * kItem
                                              : ph.w + (int64_t{sh.r0} + j / sh.per_row) * ph.k + (j % sh.per_row) * kItem;
           mbar_expect_tx(&full[slot], kItem * 2);
@@ -391,7 +372,7 @@ __global__ void __launch_bounds__(kThreads + 32, 1) stream_kernel(Params p, int 
     for (int j = cw; j < sh.items; j += kWarps) {
       const int64_t g = g0 + j;
       const int slot = static_cast<int>(g % kStreamStages);
-      mbar_wait(&full[slot], static_cast<uint32_t>((g / kStreamStages) & 1));
+      mbar_wait(&full[slot], static_cast<int>((g / kStreamStages) & 1));
       const bf16* it = ring + slot * kItem;
       float d = 0.f;
       if (ph.kind == kAttn) {
@@ -405,20 +386,7 @@ __global__ void __launch_bounds__(kThreads + 32, 1) stream_kernel(Params p, int 
 #pragma unroll
         for (int c = 0; c < kItem / 256; ++c) {
           const int e = (c * 32 + lane) * 8;
-          const uint4 u = *reinterpret_cast<const uint4*>(it + e);
-          const float4 xa = *reinterpret_cast<const float4*>(x + e);
-          const float4 xb = *reinterpret_cast<const float4*>(x + e + 4);
-          const __nv_bfloat162* w2 = reinterpret_cast<const __nv_bfloat162*>(&u);
-          const float2 w0 = __bfloat1622float2(w2[0]), w1 = __bfloat1622float2(w2[1]);
-          const float2 w2f = __bfloat1622float2(w2[2]), w3 = __bfloat1622float2(w2[3]);
-          d = fmaf(w0.x, xa.x, d);
-          d = fmaf(w0.y, xa.y, d);
-          d = fmaf(w1.x, xa.z, d);
-          d = fmaf(w1.y, xa.w, d);
-          d = fmaf(w2f.x, xb.x, d);
-          d = fmaf(w2f.y, xb.y, d);
-          d = fmaf(w3.x, xb.z, d);
-          d = fmaf(w3.y, xb.w, d);
+          d = dot8(*reinterpret_cast<const uint4*>(it + e), x + e, d);
         }
       }
 #pragma unroll
