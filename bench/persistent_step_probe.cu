@@ -39,9 +39,9 @@
 //
 // Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Isrc bench/persistent_step_probe.cu -o persistent_step_probe
 // Run:   ./persistent_step_probe [reps, default 20] [layers, default 36]   (PSP_MODES=0,4: only those modes)
-// Measured (NVIDIA H200, 2026-12-03; bench/gemm_notes.md has the table): the
-// persistent modes 0.73-0.74 of the floor, the launch-a-phase modes
-// 0.76-0.78, the engine's replayed step 0.79; one grid barrier 1.97 us.
+// Measured (NVIDIA H200, 2026-12-03, two runs; bench/gemm_notes.md has the
+// table): the persistent modes 0.72-0.74 of the floor, the launch-a-phase
+// modes 0.74-0.78, the engine's replayed step 0.78-0.79; one grid barrier 1.97 us.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -130,7 +130,7 @@ __device__ __forceinline__ uint4 ld_stream(const bf16* p) {
   return __ldcs(reinterpret_cast<const uint4*>(p));
 }
 
-// The first chunk of warp `gw`'s first row of a matrix phase.
+// A warp's 8 KB of row `row` from weight `c0` on, a lane's 16 bytes in each of CH pieces.
 __device__ __forceinline__ void load_chunk(const Phase& ph, int row, int c0, int lane, uint4 (&v)[CH]) {
   const bf16* w = ph.w + static_cast<int64_t>(row) * ph.k + c0;
 #pragma unroll
