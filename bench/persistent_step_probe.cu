@@ -283,11 +283,10 @@ __global__ void __launch_bounds__(kThreads, 2) step_kernel(Params p, int first, 
   }
 }
 
-
 // ---- the streaming variant: a producer warp keeps the weights coming ----
 // Warp 0's lane 0 walks the block's share of every phase in order (8 KB
 // items: 4096 weights of one row, or 8 KB of the layer's K/V) and copies each
-// into a ring of kStages slots with cp.async.bulk, waiting only for a slot to
+// into a ring of kStreamStages slots with cp.async.bulk, waiting only for a slot to
 // be free: weights do not depend on the step's data, so the ring fills with
 // the next phase's weights while the consumer warps are still at the
 // barrier before it. The consumers (warps 1-8) take the items round robin,
