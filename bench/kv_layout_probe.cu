@@ -17,7 +17,7 @@
 // dealt round robin to 32 sequences (decode growth). Results and what they
 // ruled out: bench/bench_attention_notes.md, "The K/V read alone" and, for
 // the kernel's batch-32 grid, "The split reduce past 32 slots".
-// Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/kv_layout_probe.cu -o kv_layout_probe
+// Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Isrc bench/kv_layout_probe.cu -o kv_layout_probe
 // Run: ./kv_layout_probe [reps]
 #include <cuda_runtime.h>
 
@@ -30,6 +30,12 @@
 #include <vector>
 
 #include "cuda_check.h"
+#include "ops/cuda/mbarrier.cuh"
+
+using flashdraft::ops::cuda::bulk_copy;
+using flashdraft::ops::cuda::mbar_expect_tx;
+using flashdraft::ops::cuda::mbar_init;
+using flashdraft::ops::cuda::mbar_wait;
 
 constexpr int kHD = 128, kBN = 64, kStages = 3, kThreads = 128, kBS = 16;
 enum Layout { kNHD = 0, kHND = 1, kContig = 2, kHeadPools = 3 };
@@ -139,14 +145,6 @@ __global__ void __launch_bounds__(kThreads, 2)
 // tile's 16 KB for contiguous K/V. Thread i issues row i % 64 of K (i < 64)
 // or V, looking its own block id up one tile ahead. Does the copy engine
 // read scattered pool rows faster than 16-byte cp.async does?
-__device__ __forceinline__ void mbar_wait_parity(uint32_t bar, int parity) {
-  asm volatile(
-      "{\n.reg .pred done;\nwait:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra wait;\n}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-}
 
 __global__ void __launch_bounds__(kThreads, 2)
     read_kv_bulk(int layout, const char* k, const char* v, const int* tables, int n_kv, int seq_keys,
@@ -158,13 +156,12 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int* table = tables + seq * (seq_keys / kBS);
   const int k0 = g * group_keys, n_tiles = group_keys / kBN;
   const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  const uint32_t bar0 = static_cast<uint32_t>(__cvta_generic_to_shared(bars));
   const int row = threadIdx.x % kBN;
   const bool is_v = threadIdx.x >= kBN;
   const int rows_a_copy = layout == kNHD ? 1 : layout == kContig ? kBN : kBS;
   const bool issuer = row % rows_a_copy == 0;
   if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar0 + 8 * s));
+    for (int s = 0; s < kStages; ++s) mbar_init(&bars[s], 1);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
@@ -172,24 +169,18 @@ __global__ void __launch_bounds__(kThreads, 2)
     return layout != kContig && tile < n_tiles ? __ldg(table + (k0 + tile * kBN + row) / kBS) : 0;
   };
   auto issue = [&](int tile, int st, int blk) {
-    const uint32_t bar = bar0 + 8 * st;
-    if (threadIdx.x == 0)
-      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(2 * kBN * kHD * 2)
-                   : "memory");
+    if (threadIdx.x == 0) mbar_expect_tx(&bars[st], 2 * kBN * kHD * 2);
     if (issuer) {
       const uint64_t off = row_offset(layout, blk, k0 + tile * kBN + row, h, n_kv, seq_keys, seq, n_blocks);
       const uint32_t dst = base + st * 2 * kBN * kHD * 2 + (is_v ? kBN * kHD * 2 : 0) + row * kHD * 2;
-      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-                       dst),
-                   "l"((is_v ? v : k) + off), "r"(rows_a_copy * kHD * 2), "r"(bar)
-                   : "memory");
+      bulk_copy(dst, (is_v ? v : k) + off, rows_a_copy * kHD * 2, &bars[st]);
     }
   };
   for (int s = 0; s < kStages - 1 && s < n_tiles; ++s) issue(s, s, lookup(s));
   int next = lookup(kStages - 1);
   float acc = 0.f;
   for (int t = 0; t < n_tiles; ++t) {
-    mbar_wait_parity(bar0 + 8 * (t % kStages), (t / kStages) & 1);
+    mbar_wait(&bars[t % kStages], (t / kStages) & 1);
     __syncthreads();  // every thread is past tile t - 1, whose stage the next copies refill
     if (t + kStages - 1 < n_tiles) {
       asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");

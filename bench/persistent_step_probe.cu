@@ -77,7 +77,6 @@ struct Phase {
 
 struct Params {
   const Phase* phases;
-  int n_phases;
   float* res[2];  // residual stream, double-buffered (read one, write the other)
   float *qkv, *attn, *o, *gu, *down, *logits;
   float* kv_sum;  // per-block sums of the K/V read, so it is not optimized away
@@ -461,7 +460,6 @@ int main(int argc, char** argv) {
 
   Params p{};
   p.phases = d_phases;
-  p.n_phases = n_phases;
   float* acts = nullptr;
   const int64_t n_acts = 2 * H + (Q + 2 * KV) + Q + H + 2 * I + H + V + 4096 + 64;
   CK(cudaMalloc(&acts, n_acts * sizeof(float)));

@@ -2,7 +2,7 @@
 // mbarriers (shared memory, this CTA) and bulk copies (`cp.async.bulk`, the
 // copy engine's 1-D form): what a producer that feeds shared-memory stages
 // and its consumers signal each other with (gemm_tiles.cu's wgmma producer;
-// bench/persistent_step_probe.cu).
+// bench/persistent_step_probe.cu, bench/kv_layout_probe.cu).
 #include <cstdint>
 
 #include "ops/cuda/common.cuh"
