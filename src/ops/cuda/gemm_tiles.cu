@@ -464,6 +464,7 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
       // Every x fragment of the stage first, so that one fence covers the
       // registers all its wgmmas read.
       constexpr int kBlocks = S::BK / kBlockK;
+      static_assert(kBlocks <= 2, "a stage is one or two chain blocks");
       uint4 a_lo[kBlocks], a_hi[kBlocks];
       const int r = wm * S::kWarpRows + g;
 #pragma unroll
@@ -471,16 +472,25 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
         a_lo[b] = *reinterpret_cast<const uint4*>(sx + ((b * S::BM + r) * 4 + q) * 16);
         a_hi[b] = *reinterpret_cast<const uint4*>(sx + ((b * S::BM + r + 8) * 4 + q) * 16);
       }
-      asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+      // The stage's blocks that start before K (the rest are not in the
+      // chain) as one straight run of wgmmas: a branch between two of them
+      // made ptxas serialize every wgmma of the kernel (warning C7520; 10-15%
+      // of the prefill GEMMs' time on the H200, bench/gemm_notes.md).
+      const auto run = [&](auto blocks) {
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-      for (int b = 0; b < kBlocks; ++b) {
-        if (kt * S::BK + b * kBlockK >= K) break;  // blocks past K are not in the chain
-        const uint32_t half0 = sw_addr + b * (S::BN * 64), half1 = half0 + S::BN * 32;
-        gemm::wgmma_n128(d, a_lo[b].x, a_hi[b].x, a_lo[b].y, a_hi[b].y, gemm::wgmma_desc(half0));
-        gemm::wgmma_n128(d, a_lo[b].z, a_hi[b].z, a_lo[b].w, a_hi[b].w, gemm::wgmma_desc(half1));
-      }
-      asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-      asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        for (int b = 0; b < decltype(blocks)::value; ++b) {
+          const uint32_t half0 = sw_addr + b * (S::BN * 64), half1 = half0 + S::BN * 32;
+          gemm::wgmma_n128(d, a_lo[b].x, a_hi[b].x, a_lo[b].y, a_hi[b].y, gemm::wgmma_desc(half0));
+          gemm::wgmma_n128(d, a_lo[b].z, a_hi[b].z, a_lo[b].w, a_hi[b].w, gemm::wgmma_desc(half1));
+        }
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+      };
+      if (kt * S::BK + (kBlocks - 1) * kBlockK < K)
+        run(std::integral_constant<int, kBlocks>{});
+      else
+        run(std::integral_constant<int, 1>{});
 #endif
     } else {
 #pragma unroll
