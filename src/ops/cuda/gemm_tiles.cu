@@ -67,7 +67,7 @@ using bf16 = __nv_bfloat16;
 #define FD_GEMM_R128_MINB 2
 #endif
 #ifndef FD_GEMM_WG_STAGES
-#define FD_GEMM_WG_STAGES 5
+#define FD_GEMM_WG_STAGES 4
 #endif
 #ifndef FD_GEMM_WGMMA
 #define FD_GEMM_WGMMA 1
