@@ -8,8 +8,8 @@
 // silu_glu's work on the tile (rope_fold, glu_fold: decode and verify rows
 // need no kernel of their own for it). For many rows on a tiled weight,
 // Rows128 runs as two warpgroups issuing wgmma over the same chain, fed by a
-// third that only loads (H100, M = 2048: 286-397 TFLOP/s against 200-242
-// with mma.sync; bench/gemm_proto.sh prefill, bench/gemm_notes.md).
+// third that only loads (H200, M = 2048: 362-461 TFLOP/s against ~200 with
+// mma.sync; bench/gemm_proto.sh prefill, bench/gemm_notes.md).
 // Over a WeightQuant::Fp8 weight the streamer (FP8) reads the fp8 codes
 // instead of the bf16 tiles, half the bytes, and widens each lane's
 // fragments to the very bf16 values the tiles hold (fp8_pair), so the chain
@@ -44,7 +44,8 @@ using bf16 = __nv_bfloat16;
 // of the register allocator (3, on the H200: the glu fold took 104 registers
 // a thread, 2 blocks, and a 16-row gate_up's 384 blocks ran in 1.5 waves;
 // plain step 4.85-4.88 -> 4.65 ms at 1k, batch 1); Rows128's warps along n, depth, k's
-// per tile and blocks per multiprocessor; the wgmma tile's depth, rows and
+// per tile and blocks per multiprocessor; the wgmma tile's depth (4 on the
+// H200; 5 had measured best while ptxas serialized its wgmmas), rows and
 // producer (FD_GEMM_WGMMA 0: no wgmma); programmatic dependent launch; the
 // L2 prefetch of weight copies (256 B: each weight row's next tile is on its
 // way with the current one). None of them changes a bit of the result.
