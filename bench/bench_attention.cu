@@ -428,30 +428,6 @@ double median(std::vector<float> v) {
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
-double measure_copy_gbps() {
-  const size_t bytes = size_t(1) << 30;
-  void *a = nullptr, *b = nullptr;
-  CK(cudaMalloc(&a, bytes));
-  CK(cudaMalloc(&b, bytes));
-  fill_uniform(a, bytes / 2, 7, 1.f);
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  std::vector<float> t;
-  for (int i = 0; i < 13; ++i) {
-    CK(cudaEventRecord(e0));
-    CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice));
-    CK(cudaEventRecord(e1));
-    CK(cudaEventSynchronize(e1));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    if (i >= 3) t.push_back(ms);
-  }
-  cudaFree(a);
-  cudaFree(b);
-  return 2.0 * bytes / (median(t) * 1e-3) / 1e9;
-}
-
 struct BenchRow {
   std::string name;
   double us, spread, mb, gbps, frac;
@@ -565,7 +541,7 @@ bool listed(const std::string& list, const std::string& id) {
 int run_bench(const char* csv_path, int reps, const std::vector<Point>& pts, const char* only) {
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
-  const double copy = only ? 3000.0 : measure_copy_gbps();
+  const double copy = only ? 3000.0 : measure_copy_bandwidth() / 1e9;
   std::printf("\ndevice %s, %d SMs, L2 %d MB; device-to-device copy %.0f GB/s (read + write)\n", prop.name,
               prop.multiProcessorCount, prop.l2CacheSize >> 20, copy);
   const int hd = 128;

@@ -243,29 +243,6 @@ void invariance(Matmul& mm) {
   }
 }
 
-double copy_bw() {
-  const size_t bytes = size_t(1) << 30;
-  void* a = dalloc(bytes);
-  void* b = dalloc(bytes);
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  std::vector<float> t;
-  for (int i = 0; i < 8; ++i) {
-    CK(cudaEventRecord(e0));
-    CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice));
-    CK(cudaEventRecord(e1));
-    CK(cudaEventSynchronize(e1));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    if (i >= 2) t.push_back(ms);
-  }
-  std::sort(t.begin(), t.end());
-  CK(cudaFree(a));
-  CK(cudaFree(b));
-  return 2.0 * bytes / (t[t.size() / 2] * 1e-3);
-}
-
 // Median microseconds of fn(i) (i = call index, for rotating buffers), each
 // sample `inner` back-to-back calls between two events.
 template <class F>
@@ -514,7 +491,7 @@ int main(int argc, char** argv) {
     if (what.find("bench") != std::string::npos || what.find("prefill") != std::string::npos ||
         what.find("sweep") != std::string::npos) {
       Peers peers;
-      const double bw = copy_bw();
+      const double bw = measure_copy_bandwidth();
       std::printf("# device-to-device copy %.0f GB/s (read + write)\n", bw / 1e9);
       if (what.find("sweep") != std::string::npos) sweep(mm, bw);
       if (what.find("bench") != std::string::npos) bench(mm, peers, bw, false);

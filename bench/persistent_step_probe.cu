@@ -495,31 +495,7 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  // Copy bandwidth, read + write counted (bench/step_floor.h's measure).
-  double copy_bw = 0;
-  {
-    const size_t bytes = size_t{1} << 30;
-    void *s = nullptr, *d = nullptr;
-    CK(cudaMalloc(&s, bytes));
-    CK(cudaMalloc(&d, bytes));
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    std::vector<float> t;
-    for (int r = 0; r < 13; ++r) {
-      CK(cudaEventRecord(e0));
-      CK(cudaMemcpyAsync(d, s, bytes, cudaMemcpyDeviceToDevice));
-      CK(cudaEventRecord(e1));
-      CK(cudaEventSynchronize(e1));
-      float ms = 0;
-      CK(cudaEventElapsedTime(&ms, e0, e1));
-      if (r >= 3) t.push_back(ms);
-    }
-    std::sort(t.begin(), t.end());
-    copy_bw = 2.0 * bytes / (t[t.size() / 2] * 1e-3);
-    CK(cudaFree(s));
-    CK(cudaFree(d));
-  }
+  const double copy_bw = measure_copy_bandwidth();
   const double bytes = static_cast<double>(n_w + kv_per_layer * layers) * sizeof(bf16);
   const double floor_ms = bytes / copy_bw * 1e3;
   std::printf(
