@@ -5,7 +5,7 @@
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Isrc -o gemm_proto bench/gemm_proto.cu \
 //     src/ops/cuda/{gemm_tiles.cu,matmul.cpp,matmul_tiles.cu,matmul_cublaslt.cpp,checks.cpp,device.cpp,add_bias.cu} \
 //     src/ops/backend.cpp -lcublasLt -lcublas
-//   ./gemm_proto [check] [invariance] [bench] [prefill]
+//   ./gemm_proto [check] [invariance] [tiles] [bench] [prefill]
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_profiler_api.h>
@@ -121,7 +121,11 @@ bf16* tiled_copy(bf16* w, const Shape& s) {
 }
 
 const char* tile_name(GemmTile t) {
-  return t == GemmTile::Rows16 ? "r16" : t == GemmTile::Rows32 ? "r32" : t == GemmTile::Rows64 ? "r64" : "r128";
+  return t == GemmTile::Rows16    ? "r16"
+         : t == GemmTile::Rows32  ? "r32"
+         : t == GemmTile::Rows64  ? "r64"
+         : t == GemmTile::Rows128 ? "r128"
+                                  : "r192";
 }
 
 int failures = 0;
@@ -182,7 +186,7 @@ void check(Matmul& mm) {
     std::string bad;
     // Every tile and split, on the row-major weight and on its tiled copy.
     for (const Tensor* wv : {&w, static_cast<const Tensor*>(&wt)})
-      for (GemmTile t : {GemmTile::Rows16, GemmTile::Rows32, GemmTile::Rows64, GemmTile::Rows128})
+      for (GemmTile t : {GemmTile::Rows16, GemmTile::Rows32, GemmTile::Rows64, GemmTile::Rows128, GemmTile::Rows192})
         for (bool split : {false, true}) {
           CK(cudaMemset(yb, 0xff, size_t(c.m) * ldy * 4));
           const Matmul::Choice ch{t, split};
@@ -225,7 +229,7 @@ void invariance(Matmul& mm) {
     const auto all = get_y(view(yall, ydt, R, s.n, s.n));
     int bad = 0, total = 0;
     std::string where;
-    for (int m : {1, 2, 3, 8, 16, 17, 32, 48, 64, 100, 128, 300})
+    for (int m : {1, 2, 3, 8, 16, 17, 32, 48, 64, 100, 128, 200, 300, 400})
       for (int r0 : {0, R - m}) {
         mm.run(view(x + size_t(r0) * s.k, DType::BF16, m, s.k, s.k), W, nullptr, view(ypart, ydt, m, s.n, s.n), 0);
         CK(cudaDeviceSynchronize());
@@ -291,10 +295,10 @@ void blas_gemm(cublasHandle_t h, const Tensor& x, const Tensor& w, const Tensor&
 // ---- bench: M = 1..128 per shape, weight copies rotated so that they never sit in L2.
 void bench(Matmul& mm, Peers& p, double bw, bool prefill_only) {
   const std::vector<int> ms =
-      prefill_only ? std::vector<int>{2048} : std::vector<int>{1, 16, 32, 64, 96, 128, 256, 512};
+      prefill_only ? std::vector<int>{2048} : std::vector<int>{1, 16, 32, 64, 96, 128, 192, 256, 384, 512, 1024};
   if (prefill_only)
-    std::printf("## prefill M=2048: TFLOP/s (ours default on the tiled weight, ours row-major, ours r64 tiled, "
-                "cuBLASLt one-algo path, cuBLAS own choice)\n");
+    std::printf("## prefill M=2048: chosen tile, us, TFLOP/s (ours default on the tiled weight, ours row-major, "
+                "ours r128 tiled, ours r192 tiled, cuBLASLt one-algo path, cuBLAS own choice)\n");
   else
     std::printf("## decode/verify: us and %% of copy bandwidth (%.0f GB/s): ours (tiled weight) | ours row-major | cuBLASLt one-algo | cuBLAS\n",
                 bw / 1e9);
@@ -343,26 +347,25 @@ void bench(Matmul& mm, Peers& p, double bw, bool prefill_only) {
                     s.name, t_touch, t_pair - t_touch, 100 * bytes / ((t_pair - t_touch) * 1e-6) / bw, t_pair_tr - t_touch,
                     100 * bytes / ((t_pair_tr - t_touch) * 1e-6) / bw, t_pair_lt - t_touch, 100 * bytes / ((t_pair_lt - t_touch) * 1e-6) / bw);
       }
+      // The wgmma tiles forced on the tiled weight.
+      const auto forced = [&](GemmTile t, bool split) {
+        const Matmul::Choice f{t, split};
+        return time_us([&](int i) { mm.run(X, W(i), nullptr, Y, 0, &f); }, inner);
+      };
       if (prefill_only) {
-        const Matmul::Choice r64{GemmTile::Rows64, false};
-        const double t64 = time_us([&](int i) { mm.run(X, W(i), nullptr, Y, 0, &r64); }, inner);
-        std::printf("| %-8s | %4d | %7.1f us | %6.1f | %6.1f | %6.1f | %6.1f | %6.1f | ours/Lt %.2f |\n", s.name, m,
-                    t_ours, flops / t_ours / 1e6, flops / t_rows / 1e6, flops / t64 / 1e6, flops / t_lt / 1e6,
-                    flops / t_blas / 1e6, t_lt / t_ours);
+        const double t128 = forced(GemmTile::Rows128, false), t192 = forced(GemmTile::Rows192, false);
+        std::printf("| %-8s | %4d | %-4s | %7.1f us | %6.1f | %6.1f | %6.1f | %6.1f | %6.1f | %6.1f | ours/Lt %.2f |\n",
+                    s.name, m, tile_name(ch.tile), t_ours, flops / t_ours / 1e6, flops / t_rows / 1e6,
+                    flops / t128 / 1e6, flops / t192 / 1e6, flops / t_lt / 1e6, flops / t_blas / 1e6, t_lt / t_ours);
       } else {
-        // Other tiles forced on the tiled weight: 128 rows (wgmma) and 64 rows, split or not.
-        double t_forced[2][2];
-        for (int t = 0; t < 2; ++t)
-          for (int sp = 0; sp < 2; ++sp) {
-            const Matmul::Choice f{t ? GemmTile::Rows64 : GemmTile::Rows128, sp == 1};
-            t_forced[t][sp] = time_us([&](int i) { mm.run(X, W(i), nullptr, Y, 0, &f); }, inner);
-          }
+        // (Rows192 never splits.)
+        const double t128 = forced(GemmTile::Rows128, false), t128s = forced(GemmTile::Rows128, true),
+                     t192 = forced(GemmTile::Rows192, false);
         std::printf("| %-8s | %4d | %-9s | %7.1f | %4.0f%% | %7.1f | %4.0f%% | %7.1f | %4.0f%% | %7.1f | %4.0f%% | "
-                    "r128 %7.1f split %7.1f | r64 %7.1f split %7.1f |\n",
+                    "r128 %7.1f split %7.1f | r192 %7.1f |\n",
                     s.name, m, (std::string(tile_name(ch.tile)) + (ch.split ? "/split" : "")).c_str(), t_ours,
                     100 * bytes / (t_ours * 1e-6) / bw, t_rows, 100 * bytes / (t_rows * 1e-6) / bw, t_lt,
-                    100 * bytes / (t_lt * 1e-6) / bw, t_blas, 100 * bytes / (t_blas * 1e-6) / bw, t_forced[0][0],
-                    t_forced[0][1], t_forced[1][0], t_forced[1][1]);
+                    100 * bytes / (t_lt * 1e-6) / bw, t_blas, 100 * bytes / (t_blas * 1e-6) / bw, t128, t128s, t192);
         if (m == 1 || m == 16) {
           const int idx = m == 1 ? 0 : 1;
           const std::string nm = s.name;
@@ -391,6 +394,65 @@ void bench(Matmul& mm, Peers& p, double bw, bool prefill_only) {
                   idx ? 16 : 1, us, floor_us, floor_us / us);
     }
   }
+}
+
+// ---- tiles: the wgmma tiles (128 rows, split or not; 192 rows, which never
+// splits) at verify and prefill row counts, in interleaved rounds (the GPU's
+// clock drifts over a long run); per choice the fastest round, against what
+// choose() picks.
+void tiles(Matmul& mm) {
+  std::printf("## tiles: us, best of 3 interleaved rounds: r128 | r128/split | r192 | chosen (chosen / best)\n");
+  const Matmul::Choice kChoices[3] = {{GemmTile::Rows128, false}, {GemmTile::Rows128, true}, {GemmTile::Rows192, false}};
+  double worst = 1, sum_chosen = 0, sum_best = 0;
+  for (const Shape& s : kShapes) {
+    const size_t wbytes = size_t(s.n) * s.k * 2;
+    const int copies = int(std::max<size_t>(1, (size_t(256) << 20) / wbytes + 1));
+    std::vector<bf16*> tiled;
+    for (int c = 0; c < copies; ++c) {
+      bf16* w = static_cast<bf16*>(dalloc(wbytes));
+      fill(w, size_t(s.n) * s.k, 61 + c, -0.03f, 0.03f);
+      tiled.push_back(tiled_copy(w, s));
+      CK(cudaDeviceSynchronize());
+      CK(cudaFree(w));
+    }
+    const int maxm = 2048;
+    bf16* x = static_cast<bf16*>(dalloc(size_t(maxm) * s.k * 2));
+    fill(x, size_t(maxm) * s.k, 62, -1.f, 1.f);
+    const DType ydt = s.f32 ? DType::F32 : DType::BF16;
+    void* y = dalloc(size_t(maxm) * s.n * (s.f32 ? 4 : 2));
+    for (int m : {96, 128, 160, 192, 256, 320, 384, 512, 768, 1024, 1536, 2048}) {
+      const Tensor X = view(x, DType::BF16, m, s.k, s.k), Y = view(y, ydt, m, s.n, s.n);
+      const auto W = [&](int i) {
+        Tensor t = view(tiled[i % copies], DType::BF16, s.n, s.k, s.k);
+        t.layout = Layout::MatmulTiles;
+        return t;
+      };
+      // About 300 us a sample, at least one call.
+      const double flops = 2.0 * m * double(s.n) * s.k;
+      const int inner = std::max(1, int(300e-6 / (flops / 350e12)));
+      double t[3] = {1e30, 1e30, 1e30};
+      for (int round = 0; round < 3; ++round)
+        for (int c = 0; c < 3; ++c)
+          t[c] = std::min(t[c], time_us([&](int i) { mm.run(X, W(i), nullptr, Y, 0, &kChoices[c]); }, inner, 5));
+      const auto ch = mm.choose(m, s.n, s.k);
+      const double chosen = t[ch.tile == GemmTile::Rows192 ? 2 : ch.split ? 1 : 0];
+      const double best = *std::min_element(t, t + 3);
+      const bool wgmma = ch.tile == GemmTile::Rows128 || ch.tile == GemmTile::Rows192;
+      if (wgmma) {
+        worst = std::max(worst, chosen / best);
+        sum_chosen += chosen;
+        sum_best += best;
+      }
+      std::printf("| %-8s | %4d | %8.1f | %8.1f | %8.1f | %-10s | %s |\n", s.name, m, t[0], t[1], t[2],
+                  (std::string(tile_name(ch.tile)) + (ch.split ? "/split" : "")).c_str(),
+                  wgmma ? (std::to_string(chosen / best).substr(0, 5)).c_str() : "-");
+      std::fflush(stdout);
+    }
+    for (bf16* w : tiled) CK(cudaFree(w));
+    CK(cudaFree(x));
+    CK(cudaFree(y));
+  }
+  std::printf("chosen over best, wgmma calls: worst %.3f, sum %.3f\n", worst, sum_chosen / sum_best);
 }
 
 // ---- sweep: Rows16 at 1 and 16 rows with 1, 2, 4, 8 slices (the slice
@@ -488,6 +550,7 @@ int main(int argc, char** argv) {
     if (what.find("profile") != std::string::npos) profile(mm);
     if (what.find("check") != std::string::npos) check(mm);
     if (what.find("invariance") != std::string::npos) invariance(mm);
+    if (what.find("tiles") != std::string::npos) tiles(mm);
     if (what.find("bench") != std::string::npos || what.find("prefill") != std::string::npos ||
         what.find("sweep") != std::string::npos) {
       Peers peers;

@@ -4,7 +4,8 @@
 # src/ops/cuda/gemm_tiles.cu) in parallel, runs the default, then each
 # variant, then (unless noprofile) ncu on the default. Logs under $OUT
 # (default ./gpu-out). Usage: bash bench/gemm_proto.sh [noprofile]
-# Environment: GEMM_PROTO_RUN (default "check invariance sweep bench prefill"),
+# Environment: GEMM_PROTO_RUN (default "check invariance sweep bench prefill";
+# "tiles" compares the wgmma tiles against Matmul::choose),
 # GEMM_PROTO_VARIANT_RUN (default "sweep bench"), GEMM_PROTO_VARIANTS:
 # "name=flags;name=flags" (default: two pipeline depths of the 16-row tile).
 set -uo pipefail

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A/B of CUDA sources against a committed revision, in one device call and
-# with no switches in the code: bench_cycle and bench_attention are linked a
-# second time (bench_cycle_base, bench_attention_base) with some sources as
+# with no switches in the code: bench_cycle, bench_attention and bench_step
+# are linked a second time (bench_cycle_base, ...) with some sources as
 # the revision had them, so the two builds differ only there. (A switch left
 # in a kernel moves its timing by itself: on 2026-12-03 a path of the
 # attention's reduce that never ran at 8k keys cost that decode call 2%,
@@ -11,9 +11,10 @@
 # Here, in the git checkout:
 #   bash scripts/ab_base.sh take REV [FILE...]
 #     copies REV's text of each FILE (default: the .cu/.cuh files under src/
-#     that differ from REV) into ab-base/, untracked, which the device call
+#     that differ from REV; .cpp files when named, such as the matmul's
+#     tile choice) into ab-base/, untracked, which the device call
 #     carries with the tree. Delete ab-base/ when done.
-# There, after `source scripts/device_build.sh bench_cycle bench_attention`:
+# There, after `source scripts/device_build.sh bench_cycle bench_attention bench_step`:
 #   bash scripts/ab_base.sh link [BUILD_DIR]   (default build-gpu)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,7 +42,7 @@ link() {
   root=$(pwd)
   [[ -d ab-base ]] || { echo "ab_base: no ab-base/ (run 'take' in the checkout first)" >&2; exit 2; }
   local cmds
-  cmds=$(ninja -C "$B" -t commands bench_cycle bench_attention)
+  cmds=$(ninja -C "$B" -t commands bench_cycle bench_attention bench_step)
   rm -rf "$B/ab"
   mkdir -p "$B/ab/objs"
   declare -A swap  # object path in the build -> its base twin
@@ -58,9 +59,9 @@ link() {
       (cd "$B" && eval "$line")
       swap[$obj]=$twin
       n=$((n + 1))
-    done < <(grep -F -- "-c $root/$f " <<<"$cmds" || true)
-    [[ $n -gt 0 ]] || echo "ab_base: $f is not compiled into bench_cycle or bench_attention; skipped" >&2
-  done < <(find ab-base -name '*.cu' -o -name '*.cuh' | sort)
+    done < <(grep -E -- "-c $root/$f( |$)" <<<"$cmds" || true)
+    [[ $n -gt 0 ]] || echo "ab_base: $f is not compiled into bench_cycle, bench_attention or bench_step; skipped" >&2
+  done < <(find ab-base -name '*.cu' -o -name '*.cuh' -o -name '*.cpp' | sort)
   # Static libraries holding a swapped object get a copy with the twin as that member.
   declare -A libs
   for obj in "${!swap[@]}"; do
@@ -76,13 +77,13 @@ link() {
     fi
   done
   local t
-  for t in bench_cycle bench_attention; do
+  for t in bench_cycle bench_attention bench_step; do
     line=$(grep -E -- "-o bench/$t( |$)" <<<"$cmds" | tail -1)
     for obj in "${!swap[@]}"; do line=${line//" $obj "/" ${swap[$obj]} "}; done
     for lib in "${!libs[@]}"; do line=${line//"$lib"/"${libs[$lib]}"}; done
     line=${line/"-o bench/$t"/"-o bench/${t}_base"}
     (cd "$B" && eval "$line")
-    echo "$B/bench/${t}_base: $(cat ab-base/REV 2>/dev/null || echo '?')'s $(find ab-base -name '*.cu' -o -name '*.cuh' | wc -l) source(s)"
+    echo "$B/bench/${t}_base: $(cat ab-base/REV 2>/dev/null || echo '?')'s $(find ab-base -name '*.cu' -o -name '*.cuh' -o -name '*.cpp' | wc -l) source(s)"
   done
 }
 

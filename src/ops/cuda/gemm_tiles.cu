@@ -7,9 +7,10 @@
 // rows to fill the GPU; that split's fold can also finish rope_store_kv's or
 // silu_glu's work on the tile (rope_fold, glu_fold: decode and verify rows
 // need no kernel of their own for it). For many rows on a tiled weight,
-// Rows128 runs as two warpgroups issuing wgmma over the same chain, fed by a
-// third that only loads (H200, M = 2048: 362-461 TFLOP/s against ~200 with
-// mma.sync; bench/gemm_proto.sh prefill, bench/gemm_notes.md).
+// Rows128 and Rows192 run as two or three warpgroups issuing wgmma over the
+// same chain, fed by one more that only loads (H200, M = 2048: 362-461
+// TFLOP/s against ~200 with mma.sync; bench/gemm_proto.sh prefill,
+// bench/gemm_notes.md).
 // Over a WeightQuant::Fp8 weight the streamer (FP8) reads the fp8 codes
 // instead of the bf16 tiles, half the bytes, and widens each lane's
 // fragments to the very bf16 values the tiles hold (fp8_pair), so the chain
@@ -44,9 +45,10 @@ using bf16 = __nv_bfloat16;
 // of the register allocator (3, on the H200: the glu fold took 104 registers
 // a thread, 2 blocks, and a 16-row gate_up's 384 blocks ran in 1.5 waves;
 // plain step 4.85-4.88 -> 4.65 ms at 1k, batch 1); Rows128's warps along n, depth, k's
-// per tile and blocks per multiprocessor; the wgmma tile's depth (4 on the
-// H200; 5 had measured best while ptxas serialized its wgmmas), rows and
-// producer (FD_GEMM_WGMMA 0: no wgmma); programmatic dependent launch; the
+// per tile and blocks per multiprocessor; the 128-row wgmma tile's depth (4
+// on the H200; 5 had measured best while ptxas serialized its wgmmas), the
+// 192-row one's (3: 2 measured slower, 4 does not fit beside its folded
+// totals), and their producer (FD_GEMM_WGMMA 0: no wgmma); programmatic dependent launch; the
 // L2 prefetch of weight copies (256 B: each weight row's next tile is on its
 // way with the current one). None of them changes a bit of the result.
 #ifndef FD_GEMM_STAGES
@@ -73,8 +75,8 @@ using bf16 = __nv_bfloat16;
 #ifndef FD_GEMM_WGMMA
 #define FD_GEMM_WGMMA 1
 #endif
-#ifndef FD_GEMM_WG_M
-#define FD_GEMM_WG_M 128
+#ifndef FD_GEMM_WG192_STAGES
+#define FD_GEMM_WG192_STAGES 3
 #endif
 #ifndef FD_GEMM_WG_PRODUCER
 #define FD_GEMM_WG_PRODUCER 1
@@ -150,9 +152,11 @@ struct ShapeOf<GemmTile::Rows128>
 // Rows16: FD_GEMM_R16_MINB). The slice must be a multiple of 128 k's (the
 // models' shapes are; other weights read the bf16 tiles, same bits).
 using Fp8Rows16 = Shape<16, 128, 1, 8, 3, 2 * kTileK, 3, false, false, 1>;
-// Rows128 on a tiled weight: FD_GEMM_WG_M / 64 warpgroups, and a producer.
-using WgmmaRows128 =
-    Shape<FD_GEMM_WG_M, 128, FD_GEMM_WG_M / 16, 1, FD_GEMM_WG_STAGES, 64, 1, true, FD_GEMM_WG_PRODUCER>;
+// Rows128 and Rows192 on a tiled weight: two or three wgmma warpgroups, and
+// a producer. Rows192 takes 3 stages: its folded totals (96 KB) and 4 stages
+// would not fit a multiprocessor's shared memory.
+using WgmmaRows128 = Shape<128, 128, 8, 1, FD_GEMM_WG_STAGES, 64, 1, true, FD_GEMM_WG_PRODUCER>;
+using WgmmaRows192 = Shape<192, 128, 12, 1, FD_GEMM_WG192_STAGES, 64, 1, true, FD_GEMM_WG_PRODUCER>;
 
 // What the split fold ends in: y as computed, rope_store_kv's work (a qkv
 // projection, a.rope) or silu_glu's (a GluTiles [gate; up] projection).
@@ -771,18 +775,35 @@ void launch_shape(const GemmArgs& a, cudaStream_t stream) {
     launch_layout<S, Y, false>(a, stream);
 }
 
+void launch_wgmma128(const GemmArgs& a, cudaStream_t stream) {
+  if (a.y_f32)
+    launch_layout<WgmmaRows128, float, true>(a, stream);
+  else
+    launch_layout<WgmmaRows128, bf16, true>(a, stream);
+}
+
+// Rows192 always folds its slices in turn, one slice or many, split or not:
+// at 512 threads a block (128 registers a thread) its Whole and Split kernels
+// spill, and asking setmaxnreg for more made ptxas fail (bench/gemm_notes.md).
+template <class Y>
+void launch_rows192(const GemmArgs& a, cudaStream_t stream) {
+  launch_mode<WgmmaRows192, Y, Mode::Folded, true>(a, 1, stream);
+}
+
 template <GemmTile T>
 void launch_tile(const GemmArgs& a, cudaStream_t stream) {
-  if (T == GemmTile::Rows128 && a.w_tiles && FD_GEMM_WGMMA) {
-    if (a.y_f32)
-      launch_layout<WgmmaRows128, float, true>(a, stream);
-    else
-      launch_layout<WgmmaRows128, bf16, true>(a, stream);
-  } else if (a.y_f32) {
-    launch_shape<ShapeOf<T>, float>(a, stream);
-  } else {
-    launch_shape<ShapeOf<T>, bf16>(a, stream);
+  if constexpr (T == GemmTile::Rows128) {
+    if (a.w_tiles && FD_GEMM_WGMMA) return launch_wgmma128(a, stream);
   }
+  if constexpr (T == GemmTile::Rows192) {
+    if (a.w_tiles && FD_GEMM_WGMMA) return a.y_f32 ? launch_rows192<float>(a, stream) : launch_rows192<bf16>(a, stream);
+  }
+  // Rows192 without wgmma: the 128-row mma.sync kernel (ShapeOf has no 192).
+  constexpr GemmTile kShape = T == GemmTile::Rows192 ? GemmTile::Rows128 : T;
+  if (a.y_f32)
+    launch_shape<ShapeOf<kShape>, float>(a, stream);
+  else
+    launch_shape<ShapeOf<kShape>, bf16>(a, stream);
 }
 
 }  // namespace
@@ -846,6 +867,7 @@ void launch_gemm(GemmTile tile, const GemmArgs& a, cudaStream_t stream) {
     case GemmTile::Rows32: return launch_tile<GemmTile::Rows32>(a, stream);
     case GemmTile::Rows64: return launch_tile<GemmTile::Rows64>(a, stream);
     case GemmTile::Rows128: return launch_tile<GemmTile::Rows128>(a, stream);
+    case GemmTile::Rows192: return launch_tile<GemmTile::Rows192>(a, stream);
   }
 }
 

@@ -11,9 +11,15 @@ namespace flashdraft::ops::cuda {
 
 // Output tile (rows x cols) per block: Rows16 streams the weight for decode
 // and verify rows, the larger ones trade weight re-reads for tensor-core reuse.
-enum class GemmTile : uint8_t { Rows16, Rows32, Rows64, Rows128 };
+// Rows128 and Rows192 are two and three wgmma warpgroups over a tiled weight
+// on sm_90a; Rows192 over a row-major weight runs Rows128's kernel.
+enum class GemmTile : uint8_t { Rows16, Rows32, Rows64, Rows128, Rows192 };
 constexpr int gemm_tile_rows(GemmTile t) {
-  return t == GemmTile::Rows16 ? 16 : t == GemmTile::Rows32 ? 32 : t == GemmTile::Rows64 ? 64 : 128;
+  return t == GemmTile::Rows16   ? 16
+         : t == GemmTile::Rows32 ? 32
+         : t == GemmTile::Rows64 ? 64
+         : t == GemmTile::Rows128 ? 128
+                                  : 192;
 }
 constexpr int gemm_tile_cols(GemmTile) { return 128; }
 

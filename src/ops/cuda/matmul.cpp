@@ -1,5 +1,6 @@
 #include "ops/cuda/matmul.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <string>
@@ -34,24 +35,36 @@ Matmul::Matmul() {
 Matmul::Choice Matmul::choose(int64_t m, int64_t n, int64_t k) const {
   Choice c;
   c.tile = m <= 16 ? GemmTile::Rows16 : m <= 32 ? GemmTile::Rows32 : m <= 64 ? GemmTile::Rows64 : GemmTile::Rows128;
-  const int64_t tiles = ceil_div(m, gemm_tile_rows(c.tile)) * ceil_div(n, gemm_tile_cols(c.tile));
-  const int64_t sms = sms_, slices = ceil_div(k, slice(n, k));
+  const int64_t sms = sms_, slices = ceil_div(k, slice(n, k)), n_tiles = ceil_div(n, gemm_tile_cols(c.tile));
+  const int64_t tiles = ceil_div(m, gemm_tile_rows(c.tile)) * n_tiles;
   if (c.tile != GemmTile::Rows128) {
     // Too few tiles to give every multiprocessor ~1.5 blocks: one block per slice.
     c.split = 2 * tiles < 3 * sms && slices > 1;
-  } else {
-    // The 128-row tile runs one block a multiprocessor: compare waves of
-    // blocks, each costing its k tiles plus a fixed kRamp (start-up, the
-    // fold), split or not. kRamp fitted on H100 (bench/gemm_proto.sh bench,
-    // 96-512 rows, every Qwen3-8B shape: it picks the faster of the two
-    // everywhere, e.g. o at 512 rows unsplit 65 us against 118 split, down
-    // at 256 rows split 127 against 157).
-    constexpr int64_t kRamp = 14;
-    const int64_t k_tiles = ceil_div(k, kStripTileK), slice_tiles = ceil_div(slice(n, k), kStripTileK);
-    const int64_t whole = ceil_div(tiles, sms) * (k_tiles + kRamp);
-    const int64_t split = ceil_div(tiles * slices, sms) * (slice_tiles + kRamp);
-    c.split = slices > 1 && split < whole;
+    return c;
   }
+  // The wgmma tiles run one block a multiprocessor: compare waves of blocks,
+  // each costing its k tiles plus a fixed ramp (start-up, the fold), for 128
+  // rows whole or split and for 192 rows (never split). The constants, in
+  // 128-row k tiles, were fitted on the H200 (bench/gemm_proto.sh's `tiles`:
+  // 96-2048 rows, every Qwen3-8B shape). A 192-row k tile costs 1.25 of a
+  // 128-row one and its ramp is long; a split into two slices ran a fifth
+  // cheaper a k tile than the folded walk over the whole K (gate_up at every
+  // row count), into four or eight it did not. Measured there, its pick took
+  // at most 1.18 of the fastest of the three and 1.004 of the fastest summed
+  // over all points (the 128-row rule before: 1.45 and 1.037; bench/gemm_notes.md).
+  constexpr double kRamp = 12, kRamp192 = 40, kTile192 = 1.25, kTileSplit2 = 0.8;
+  const auto waves = [&](int64_t blocks) { return static_cast<double>(ceil_div(blocks, sms)); };
+  const double k_tiles = static_cast<double>(ceil_div(k, kStripTileK));
+  const double slice_tiles = static_cast<double>(ceil_div(slice(n, k), kStripTileK));
+  const double whole = waves(tiles) * (k_tiles + kRamp);
+  const double split_tile = slices == 2 ? kTileSplit2 : 1;
+  const double split = slices > 1 ? waves(tiles * slices) * (slice_tiles * split_tile + kRamp) : whole;
+  const int64_t tiles192 = ceil_div(m, gemm_tile_rows(GemmTile::Rows192)) * n_tiles;
+  const double rows192 = waves(tiles192) * (k_tiles * kTile192 + kRamp192);
+  if (rows192 < std::min(whole, split))
+    c.tile = GemmTile::Rows192;
+  else
+    c.split = split < whole;
   return c;
 }
 
