@@ -5,7 +5,7 @@
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Isrc -o gemm_proto bench/gemm_proto.cu \
 //     src/ops/cuda/{gemm_tiles.cu,matmul.cpp,matmul_tiles.cu,matmul_cublaslt.cpp,checks.cpp,device.cpp,add_bias.cu} \
 //     src/ops/backend.cpp -lcublasLt -lcublas
-//   ./gemm_proto [check] [invariance] [tiles] [bench] [prefill]
+//   ./gemm_proto [check] [invariance] [tiles] [small] [bench] [prefill]
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_profiler_api.h>
@@ -455,6 +455,59 @@ void tiles(Matmul& mm) {
   std::printf("chosen over best, wgmma calls: worst %.3f, sum %.3f\n", worst, sum_chosen / sum_best);
 }
 
+// ---- small: every tile, split or not, at the row counts of verify calls of
+// 2-6 sequences (17-96 rows), in interleaved rounds, against choose().
+void small(Matmul& mm) {
+  std::printf("## small: us, best of 3 interleaved rounds: r16 | r16/split | r32 | r32/split | r64 | r64/split | "
+              "r128 | r128/split | chosen (chosen / best) best\n");
+  const GemmTile kTiles[4] = {GemmTile::Rows16, GemmTile::Rows32, GemmTile::Rows64, GemmTile::Rows128};
+  for (const Shape& s : kShapes) {
+    const size_t wbytes = size_t(s.n) * s.k * 2;
+    const int copies = int(std::max<size_t>(1, (size_t(256) << 20) / wbytes + 1));
+    std::vector<bf16*> tiled;
+    for (int c = 0; c < copies; ++c) {
+      bf16* w = static_cast<bf16*>(dalloc(wbytes));
+      fill(w, size_t(s.n) * s.k, 71 + c, -0.03f, 0.03f);
+      tiled.push_back(tiled_copy(w, s));
+      CK(cudaDeviceSynchronize());
+      CK(cudaFree(w));
+    }
+    bf16* x = static_cast<bf16*>(dalloc(size_t(96) * s.k * 2));
+    fill(x, size_t(96) * s.k, 72, -1.f, 1.f);
+    const DType ydt = s.f32 ? DType::F32 : DType::BF16;
+    void* y = dalloc(size_t(96) * s.n * (s.f32 ? 4 : 2));
+    for (int m : {16, 24, 32, 40, 48, 64, 80, 96}) {
+      const Tensor X = view(x, DType::BF16, m, s.k, s.k), Y = view(y, ydt, m, s.n, s.n);
+      const auto W = [&](int i) {
+        Tensor t = view(tiled[i % copies], DType::BF16, s.n, s.k, s.k);
+        t.layout = Layout::MatmulTiles;
+        return t;
+      };
+      double t[8];
+      std::fill(t, t + 8, 1e30);
+      for (int round = 0; round < 3; ++round)
+        for (int c = 0; c < 8; ++c) {
+          const Matmul::Choice f{kTiles[c / 2], c % 2 == 1};
+          t[c] = std::min(t[c], time_us([&](int i) { mm.run(X, W(i), nullptr, Y, 0, &f); }, 20, 5));
+        }
+      const auto ch = mm.choose(m, s.n, s.k);
+      int ci = -1;
+      for (int c = 0; c < 8; ++c)
+        if (kTiles[c / 2] == ch.tile && (c % 2 == 1) == ch.split) ci = c;
+      const int best = int(std::min_element(t, t + 8) - t);
+      std::printf("| %-8s | %3d |", s.name, m);
+      for (double v : t) std::printf(" %6.1f |", v);
+      std::printf(" %-10s | %s | %s%s |\n", (std::string(tile_name(ch.tile)) + (ch.split ? "/split" : "")).c_str(),
+                  ci >= 0 ? std::to_string(t[ci] / t[best]).substr(0, 5).c_str() : "-", tile_name(kTiles[best / 2]),
+                  best % 2 ? "/split" : "");
+      std::fflush(stdout);
+    }
+    for (bf16* w : tiled) CK(cudaFree(w));
+    CK(cudaFree(x));
+    CK(cudaFree(y));
+  }
+}
+
 // ---- sweep: Rows16 at 1 and 16 rows with 1, 2, 4, 8 slices (the slice
 // length is otherwise fixed per shape), to check gemm_slice's choice.
 void sweep(Matmul& mm, double bw) {
@@ -551,6 +604,7 @@ int main(int argc, char** argv) {
     if (what.find("check") != std::string::npos) check(mm);
     if (what.find("invariance") != std::string::npos) invariance(mm);
     if (what.find("tiles") != std::string::npos) tiles(mm);
+    if (what.find("small") != std::string::npos) small(mm);
     if (what.find("bench") != std::string::npos || what.find("prefill") != std::string::npos ||
         what.find("sweep") != std::string::npos) {
       Peers peers;

@@ -34,7 +34,16 @@ Matmul::Matmul() {
 
 Matmul::Choice Matmul::choose(int64_t m, int64_t n, int64_t k) const {
   Choice c;
-  c.tile = m <= 16 ? GemmTile::Rows16 : m <= 32 ? GemmTile::Rows32 : m <= 64 ? GemmTile::Rows64 : GemmTile::Rows128;
+  // 33-64 rows (a verify of 3-4 sequences) over a large weight run the wgmma
+  // tiles, whose producer streams the weight faster than Rows64's pipeline:
+  // gate_up, down, the drafter's fc and the lm head 6-19% faster there;
+  // smaller weights (o, qkv, the drafter's kv_fused: 80 MiB) were 1-10%
+  // faster on Rows64 (bench/gemm_proto.sh's `small`, H200).
+  const bool large_weight = n * k * 2 >= (int64_t{90} << 20);
+  c.tile = m <= 16                   ? GemmTile::Rows16
+           : m <= 32                 ? GemmTile::Rows32
+           : m <= 64 && !large_weight ? GemmTile::Rows64
+                                      : GemmTile::Rows128;
   const int64_t sms = sms_, slices = ceil_div(k, slice(n, k)), n_tiles = ceil_div(n, gemm_tile_cols(c.tile));
   const int64_t tiles = ceil_div(m, gemm_tile_rows(c.tile)) * n_tiles;
   if (c.tile != GemmTile::Rows128) {
