@@ -396,6 +396,23 @@ void bench(Matmul& mm, Peers& p, double bw, bool prefill_only) {
   }
 }
 
+// Tiled copies of a random s.n x s.k weight (seeds seed, seed + 1, ...),
+// enough of them (256 MB in all) that calls rotating through them never find
+// their weight in L2.
+std::vector<bf16*> tiled_copies(const Shape& s, int seed) {
+  const size_t wbytes = size_t(s.n) * s.k * 2;
+  const int copies = int(std::max<size_t>(1, (size_t(256) << 20) / wbytes + 1));
+  std::vector<bf16*> tiled;
+  for (int c = 0; c < copies; ++c) {
+    bf16* w = static_cast<bf16*>(dalloc(wbytes));
+    fill(w, size_t(s.n) * s.k, seed + c, -0.03f, 0.03f);
+    tiled.push_back(tiled_copy(w, s));
+    CK(cudaDeviceSynchronize());
+    CK(cudaFree(w));
+  }
+  return tiled;
+}
+
 // ---- tiles: the wgmma tiles (128 rows, split or not; 192 rows, which never
 // splits) at verify and prefill row counts, in interleaved rounds (the GPU's
 // clock drifts over a long run); per choice the fastest round, against what
@@ -405,16 +422,8 @@ void tiles(Matmul& mm) {
   const Matmul::Choice kChoices[3] = {{GemmTile::Rows128, false}, {GemmTile::Rows128, true}, {GemmTile::Rows192, false}};
   double worst = 1, sum_chosen = 0, sum_best = 0;
   for (const Shape& s : kShapes) {
-    const size_t wbytes = size_t(s.n) * s.k * 2;
-    const int copies = int(std::max<size_t>(1, (size_t(256) << 20) / wbytes + 1));
-    std::vector<bf16*> tiled;
-    for (int c = 0; c < copies; ++c) {
-      bf16* w = static_cast<bf16*>(dalloc(wbytes));
-      fill(w, size_t(s.n) * s.k, 61 + c, -0.03f, 0.03f);
-      tiled.push_back(tiled_copy(w, s));
-      CK(cudaDeviceSynchronize());
-      CK(cudaFree(w));
-    }
+    const std::vector<bf16*> tiled = tiled_copies(s, 61);
+    const int copies = int(tiled.size());
     const int maxm = 2048;
     bf16* x = static_cast<bf16*>(dalloc(size_t(maxm) * s.k * 2));
     fill(x, size_t(maxm) * s.k, 62, -1.f, 1.f);
@@ -462,16 +471,8 @@ void small(Matmul& mm) {
               "r128 | r128/split | chosen (chosen / best) best\n");
   const GemmTile kTiles[4] = {GemmTile::Rows16, GemmTile::Rows32, GemmTile::Rows64, GemmTile::Rows128};
   for (const Shape& s : kShapes) {
-    const size_t wbytes = size_t(s.n) * s.k * 2;
-    const int copies = int(std::max<size_t>(1, (size_t(256) << 20) / wbytes + 1));
-    std::vector<bf16*> tiled;
-    for (int c = 0; c < copies; ++c) {
-      bf16* w = static_cast<bf16*>(dalloc(wbytes));
-      fill(w, size_t(s.n) * s.k, 71 + c, -0.03f, 0.03f);
-      tiled.push_back(tiled_copy(w, s));
-      CK(cudaDeviceSynchronize());
-      CK(cudaFree(w));
-    }
+    const std::vector<bf16*> tiled = tiled_copies(s, 71);
+    const int copies = int(tiled.size());
     bf16* x = static_cast<bf16*>(dalloc(size_t(96) * s.k * 2));
     fill(x, size_t(96) * s.k, 72, -1.f, 1.f);
     const DType ydt = s.f32 ? DType::F32 : DType::BF16;
@@ -515,19 +516,8 @@ void sweep(Matmul& mm, double bw) {
               gemm_split_capacity(2), gemm_split_capacity(4), gemm_split_capacity(8));
   for (const Shape& s : kShapes) {
     if (std::string(s.name) == "lm_head") continue;
-    const size_t wbytes = size_t(s.n) * s.k * 2;
-    const int copies = int(std::max<size_t>(1, (size_t(256) << 20) / wbytes + 1));
-    std::vector<bf16*> ws;
-    for (int c = 0; c < copies; ++c) {
-      ws.push_back(static_cast<bf16*>(dalloc(wbytes)));
-      fill(ws.back(), size_t(s.n) * s.k, 51 + c, -0.03f, 0.03f);
-    }
-    for (bf16*& w : ws) {  // tiled, as the models hold them
-      bf16* t = tiled_copy(w, s);
-      CK(cudaDeviceSynchronize());
-      CK(cudaFree(w));
-      w = t;
-    }
+    const std::vector<bf16*> ws = tiled_copies(s, 51);  // tiled, as the models hold them
+    const int copies = int(ws.size());
     bf16* x = static_cast<bf16*>(dalloc(size_t(16) * s.k * 2));
     fill(x, size_t(16) * s.k, 52, -1.f, 1.f);
     void* y = dalloc(size_t(16) * s.n * 4);
