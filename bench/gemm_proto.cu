@@ -516,6 +516,7 @@ void sweep(Matmul& mm, double bw) {
               gemm_split_capacity(2), gemm_split_capacity(4), gemm_split_capacity(8));
   for (const Shape& s : kShapes) {
     if (std::string(s.name) == "lm_head") continue;
+    const size_t wbytes = size_t(s.n) * s.k * 2;
     const std::vector<bf16*> ws = tiled_copies(s, 51);  // tiled, as the models hold them
     const int copies = int(ws.size());
     bf16* x = static_cast<bf16*>(dalloc(size_t(16) * s.k * 2));
