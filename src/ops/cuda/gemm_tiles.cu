@@ -48,9 +48,10 @@ using bf16 = __nv_bfloat16;
 // per tile and blocks per multiprocessor; the 128-row wgmma tile's depth (4
 // on the H200; 5 had measured best while ptxas serialized its wgmmas), the
 // 192-row one's (3: 2 measured slower, 4 does not fit beside its folded
-// totals), and their producer (FD_GEMM_WGMMA 0: no wgmma); programmatic dependent launch; the
-// L2 prefetch of weight copies (256 B: each weight row's next tile is on its
-// way with the current one). None of them changes a bit of the result.
+// totals), and their producer (FD_GEMM_WGMMA 0: no wgmma); programmatic
+// dependent launch; the L2 prefetch of weight copies (256 B: each weight
+// row's next tile is on its way with the current one). None of them changes a
+// bit of the result.
 #ifndef FD_GEMM_STAGES
 #define FD_GEMM_STAGES 4
 #endif
