@@ -413,100 +413,78 @@ std::vector<bf16*> tiled_copies(const Shape& s, int seed) {
   return tiled;
 }
 
-// ---- tiles: the wgmma tiles (128 rows, split or not; 192 rows, which never
-// splits) at verify and prefill row counts, in interleaved rounds (the GPU's
-// clock drifts over a long run); per choice the fastest round, against what
-// choose() picks.
-void tiles(Matmul& mm) {
-  std::printf("## tiles: us, best of 3 interleaved rounds: r128 | r128/split | r192 | chosen (chosen / best)\n");
-  const Matmul::Choice kChoices[3] = {{GemmTile::Rows128, false}, {GemmTile::Rows128, true}, {GemmTile::Rows192, false}};
+// Each of `choices` forced at each of `rows` per shape, in three interleaved
+// rounds (the GPU's clock drifts over a long run), the fastest round kept,
+// us; then what choose() picks and its time over the fastest of `choices`
+// (worst and summed over the calls whose pick is among them).
+void compare_choices(Matmul& mm, const char* title, const std::vector<Matmul::Choice>& choices,
+                     const std::vector<int>& rows, int seed) {
+  const auto name = [](const Matmul::Choice& c) { return std::string(tile_name(c.tile)) + (c.split ? "/split" : ""); };
+  std::printf("## %s: us, best of 3 interleaved rounds:", title);
+  for (const auto& c : choices) std::printf(" %s |", name(c).c_str());
+  std::printf(" chosen | chosen / best | best\n");
+  const size_t n = choices.size();
+  const int maxm = *std::max_element(rows.begin(), rows.end());
   double worst = 1, sum_chosen = 0, sum_best = 0;
   for (const Shape& s : kShapes) {
-    const std::vector<bf16*> tiled = tiled_copies(s, 61);
+    const std::vector<bf16*> tiled = tiled_copies(s, seed);
     const int copies = int(tiled.size());
-    const int maxm = 2048;
     bf16* x = static_cast<bf16*>(dalloc(size_t(maxm) * s.k * 2));
-    fill(x, size_t(maxm) * s.k, 62, -1.f, 1.f);
+    fill(x, size_t(maxm) * s.k, seed - 1, -1.f, 1.f);
     const DType ydt = s.f32 ? DType::F32 : DType::BF16;
     void* y = dalloc(size_t(maxm) * s.n * (s.f32 ? 4 : 2));
-    for (int m : {96, 128, 160, 192, 256, 320, 384, 512, 768, 1024, 1536, 2048}) {
+    for (int m : rows) {
       const Tensor X = view(x, DType::BF16, m, s.k, s.k), Y = view(y, ydt, m, s.n, s.n);
       const auto W = [&](int i) {
         Tensor t = view(tiled[i % copies], DType::BF16, s.n, s.k, s.k);
         t.layout = Layout::MatmulTiles;
         return t;
       };
-      // About 300 us a sample, at least one call.
-      const double flops = 2.0 * m * double(s.n) * s.k;
-      const int inner = std::max(1, int(300e-6 / (flops / 350e12)));
-      double t[3] = {1e30, 1e30, 1e30};
+      // About 300 us a sample (a call at 350 TFLOP/s or at 4 TB/s of weight,
+      // whichever is longer), at least one call.
+      const double est = std::max(2.0 * m * double(s.n) * s.k / 350e12, double(s.n) * s.k * 2 / 4e12);
+      const int inner = std::max(1, int(300e-6 / est));
+      std::vector<double> t(n, 1e30);
       for (int round = 0; round < 3; ++round)
-        for (int c = 0; c < 3; ++c)
-          t[c] = std::min(t[c], time_us([&](int i) { mm.run(X, W(i), nullptr, Y, 0, &kChoices[c]); }, inner, 5));
+        for (size_t c = 0; c < n; ++c)
+          t[c] = std::min(t[c], time_us([&](int i) { mm.run(X, W(i), nullptr, Y, 0, &choices[c]); }, inner, 5));
       const auto ch = mm.choose(m, s.n, s.k);
-      const double chosen = t[ch.tile == GemmTile::Rows192 ? 2 : ch.split ? 1 : 0];
-      const double best = *std::min_element(t, t + 3);
-      const bool wgmma = ch.tile == GemmTile::Rows128 || ch.tile == GemmTile::Rows192;
-      if (wgmma) {
-        worst = std::max(worst, chosen / best);
-        sum_chosen += chosen;
-        sum_best += best;
+      const size_t best = size_t(std::min_element(t.begin(), t.end()) - t.begin());
+      size_t ci = n;
+      for (size_t c = 0; c < n; ++c)
+        if (choices[c].tile == ch.tile && choices[c].split == ch.split) ci = c;
+      if (ci < n) {
+        worst = std::max(worst, t[ci] / t[best]);
+        sum_chosen += t[ci];
+        sum_best += t[best];
       }
-      std::printf("| %-8s | %4d | %8.1f | %8.1f | %8.1f | %-10s | %s |\n", s.name, m, t[0], t[1], t[2],
-                  (std::string(tile_name(ch.tile)) + (ch.split ? "/split" : "")).c_str(),
-                  wgmma ? (std::to_string(chosen / best).substr(0, 5)).c_str() : "-");
+      std::printf("| %-8s | %4d |", s.name, m);
+      for (double v : t) std::printf(" %8.1f |", v);
+      std::printf(" %-10s | %s | %s |\n", name(ch).c_str(),
+                  ci < n ? std::to_string(t[ci] / t[best]).substr(0, 5).c_str() : "-", name(choices[best]).c_str());
       std::fflush(stdout);
     }
     for (bf16* w : tiled) CK(cudaFree(w));
     CK(cudaFree(x));
     CK(cudaFree(y));
   }
-  std::printf("chosen over best, wgmma calls: worst %.3f, sum %.3f\n", worst, sum_chosen / sum_best);
+  std::printf("chosen over best: worst %.3f, sum %.3f\n", worst, sum_chosen / sum_best);
 }
 
-// ---- small: every tile, split or not, at the row counts of verify calls of
-// 2-6 sequences (17-96 rows), in interleaved rounds, against choose().
+// ---- tiles: the wgmma tiles (128 rows, split or not; 192 rows, which never
+// splits) at verify and prefill row counts.
+void tiles(Matmul& mm) {
+  compare_choices(mm, "tiles", {{GemmTile::Rows128, false}, {GemmTile::Rows128, true}, {GemmTile::Rows192, false}},
+                  {96, 128, 160, 192, 256, 320, 384, 512, 768, 1024, 1536, 2048}, 61);
+}
+
+// ---- small: every tile but Rows192, split or not, at the row counts of
+// verify calls of 1-6 sequences (16-96 rows).
 void small(Matmul& mm) {
-  std::printf("## small: us, best of 3 interleaved rounds: r16 | r16/split | r32 | r32/split | r64 | r64/split | "
-              "r128 | r128/split | chosen (chosen / best) best\n");
-  const GemmTile kTiles[4] = {GemmTile::Rows16, GemmTile::Rows32, GemmTile::Rows64, GemmTile::Rows128};
-  for (const Shape& s : kShapes) {
-    const std::vector<bf16*> tiled = tiled_copies(s, 71);
-    const int copies = int(tiled.size());
-    bf16* x = static_cast<bf16*>(dalloc(size_t(96) * s.k * 2));
-    fill(x, size_t(96) * s.k, 72, -1.f, 1.f);
-    const DType ydt = s.f32 ? DType::F32 : DType::BF16;
-    void* y = dalloc(size_t(96) * s.n * (s.f32 ? 4 : 2));
-    for (int m : {16, 24, 32, 40, 48, 64, 80, 96}) {
-      const Tensor X = view(x, DType::BF16, m, s.k, s.k), Y = view(y, ydt, m, s.n, s.n);
-      const auto W = [&](int i) {
-        Tensor t = view(tiled[i % copies], DType::BF16, s.n, s.k, s.k);
-        t.layout = Layout::MatmulTiles;
-        return t;
-      };
-      double t[8];
-      std::fill(t, t + 8, 1e30);
-      for (int round = 0; round < 3; ++round)
-        for (int c = 0; c < 8; ++c) {
-          const Matmul::Choice f{kTiles[c / 2], c % 2 == 1};
-          t[c] = std::min(t[c], time_us([&](int i) { mm.run(X, W(i), nullptr, Y, 0, &f); }, 20, 5));
-        }
-      const auto ch = mm.choose(m, s.n, s.k);
-      int ci = -1;
-      for (int c = 0; c < 8; ++c)
-        if (kTiles[c / 2] == ch.tile && (c % 2 == 1) == ch.split) ci = c;
-      const int best = int(std::min_element(t, t + 8) - t);
-      std::printf("| %-8s | %3d |", s.name, m);
-      for (double v : t) std::printf(" %6.1f |", v);
-      std::printf(" %-10s | %s | %s%s |\n", (std::string(tile_name(ch.tile)) + (ch.split ? "/split" : "")).c_str(),
-                  ci >= 0 ? std::to_string(t[ci] / t[best]).substr(0, 5).c_str() : "-", tile_name(kTiles[best / 2]),
-                  best % 2 ? "/split" : "");
-      std::fflush(stdout);
-    }
-    for (bf16* w : tiled) CK(cudaFree(w));
-    CK(cudaFree(x));
-    CK(cudaFree(y));
-  }
+  std::vector<Matmul::Choice> choices;
+  for (GemmTile t : {GemmTile::Rows16, GemmTile::Rows32, GemmTile::Rows64, GemmTile::Rows128})
+    for (bool split : {false, true}) choices.push_back({t, split});
+  compare_choices(mm, "small", choices, {16, 24, 32, 40, 48, 64, 80, 96}, 71);
 }
 
 // ---- sweep: Rows16 at 1 and 16 rows with 1, 2, 4, 8 slices (the slice
