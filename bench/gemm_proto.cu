@@ -484,7 +484,7 @@ void small(Matmul& mm) {
   std::vector<Matmul::Choice> choices;
   for (GemmTile t : {GemmTile::Rows16, GemmTile::Rows32, GemmTile::Rows64, GemmTile::Rows128})
     for (bool split : {false, true}) choices.push_back({t, split});
-  compare_choices(mm, "small", choices, {16, 24, 32, 40, 48, 64, 80, 96}, 71);
+  compare_choices(mm, "small", choices, {16, 24, 32, 40, 48, 64, 80, 96, 128}, 71);
 }
 
 // ---- sweep: Rows16 at 1 and 16 rows with 1, 2, 4, 8 slices (the slice

@@ -1,4 +1,4 @@
-// The tiled GEMM kernel (one template, four tile shapes): cp.async pipelines
+// The tiled GEMM kernel (one template, five tile shapes): cp.async pipelines
 // x and w tiles into shared memory, each warp reads its fragments with
 // 16-byte loads (ldmatrix for a tiled weight) and chains mma_block32
 // (gemm_invariant.cuh). For a few rows (Rows16) the same kernel is a weight
@@ -6,11 +6,11 @@
 // of K (one cluster of blocks per output tile) when the weight has too few
 // rows to fill the GPU; that split's fold can also finish rope_store_kv's or
 // silu_glu's work on the tile (rope_fold, glu_fold: decode and verify rows
-// need no kernel of their own for it). For many rows on a tiled weight,
-// Rows128 and Rows192 run as two or three warpgroups issuing wgmma over the
-// same chain, fed by one more that only loads (H200, M = 2048: 362-461
-// TFLOP/s against ~200 with mma.sync; bench/gemm_proto.sh prefill,
-// bench/gemm_notes.md).
+// need no kernel of their own for it). For more rows on a tiled weight,
+// Rows64, Rows128 and Rows192 run as one, two or three warpgroups issuing
+// wgmma over the same chain, fed by one more that only loads (H200, M =
+// 2048: 362-461 TFLOP/s against ~200 with mma.sync; bench/gemm_proto.sh
+// prefill, bench/gemm_notes.md).
 // Over a WeightQuant::Fp8 weight the streamer (FP8) reads the fp8 codes
 // instead of the bf16 tiles, half the bytes, and widens each lane's
 // fragments to the very bf16 values the tiles hold (fp8_pair), so the chain
@@ -48,7 +48,9 @@ using bf16 = __nv_bfloat16;
 // per tile and blocks per multiprocessor; the 128-row wgmma tile's depth (4
 // on the H200; 5 had measured best while ptxas serialized its wgmmas), the
 // 192-row one's (3: 2 measured slower, 4 does not fit beside its folded
-// totals), and their producer (FD_GEMM_WGMMA 0: no wgmma); programmatic
+// totals), the 64-row one's (FD_GEMM_WG64 0: Rows64 runs mma.sync; 4 stages,
+// two blocks a multiprocessor: 3 were even), and their producer
+// (FD_GEMM_WGMMA 0: no wgmma); programmatic
 // dependent launch; the L2 prefetch of weight copies (256 B: each weight
 // row's next tile is on its way with the current one). None of them changes a
 // bit of the result.
@@ -75,6 +77,15 @@ using bf16 = __nv_bfloat16;
 #endif
 #ifndef FD_GEMM_WGMMA
 #define FD_GEMM_WGMMA 1
+#endif
+#ifndef FD_GEMM_WG64
+#define FD_GEMM_WG64 1
+#endif
+#ifndef FD_GEMM_WG64_STAGES
+#define FD_GEMM_WG64_STAGES 4
+#endif
+#ifndef FD_GEMM_WG64_MINB
+#define FD_GEMM_WG64_MINB 2
 #endif
 #ifndef FD_GEMM_WG192_STAGES
 #define FD_GEMM_WG192_STAGES 3
@@ -127,8 +138,7 @@ struct Shape {
   // Split mode's partial tile, in the stages' memory once the pipeline is done.
   static constexpr int kPartialLd = BN + 4;
   static constexpr int kSplitSmemBytes = BM * kPartialLd * 4 > kSmemBytes ? BM * kPartialLd * 4 : kSmemBytes;
-  // The producer's stage barriers ("full", "empty"), past everything else.
-  static constexpr int kBarrierOffset = kSmemBytes + kTotalBytes;
+  // The producer's stage barriers ("full", "empty"), past everything else (smem_bytes).
   static constexpr int kBarrierBytes = PRODUCER ? 2 * STAGES * 8 : 0;
   static_assert(MT >= 1 && NT >= 1 && kWarpRows % 16 == 0 && kWarpCols % 8 == 0, "bad warp tile");
   static_assert(!WGMMA || (WN == 1 && MT == 1 && WM % 4 == 0 && BN == 128), "a warpgroup takes 64 rows x 128 columns");
@@ -157,6 +167,10 @@ using Fp8Rows16 = Shape<16, 128, 1, 8, 3, 2 * kTileK, 3, false, false, 1>;
 // a producer. Rows192 takes 3 stages: its folded totals (96 KB) and 4 stages
 // would not fit a multiprocessor's shared memory.
 using WgmmaRows128 = Shape<128, 128, 8, 1, FD_GEMM_WG_STAGES, 64, 1, true, FD_GEMM_WG_PRODUCER>;
+// Rows64 on a tiled weight: one wgmma warpgroup and the producer, 256
+// threads, so that two blocks share a multiprocessor outside Folded mode
+// (twice the weight stages in flight of one 128-row block).
+using WgmmaRows64 = Shape<64, 128, 4, 1, FD_GEMM_WG64_STAGES, 64, FD_GEMM_WG64_MINB, true, FD_GEMM_WG_PRODUCER>;
 using WgmmaRows192 = Shape<192, 128, 12, 1, FD_GEMM_WG192_STAGES, 64, 1, true, FD_GEMM_WG_PRODUCER>;
 
 // What the split fold ends in: y as computed, rope_store_kv's work (a qkv
@@ -168,6 +182,21 @@ enum class Epilogue : uint8_t { Store, Rope, Glu };
 enum class Mode : uint8_t { Whole, Folded, Split };
 // Split mode's cluster holds every slice of a tile: at most 8 (portable size).
 constexpr int kMaxSlices = 8;
+
+// A block's dynamic shared memory: the stages, then Folded mode's running
+// totals (Split mode's partial tile reuses the stages once the pipeline is
+// done), then the producer's barriers. Only Folded pays for the totals, so a
+// Whole or Split block of a small tile leaves room for a second one.
+template <class S, Mode MODE>
+__host__ __device__ constexpr int barrier_offset() {
+  return MODE == Mode::Folded ? S::kSmemBytes + S::kTotalBytes
+         : MODE == Mode::Split ? S::kSplitSmemBytes
+                               : S::kSmemBytes;
+}
+template <class S, Mode MODE>
+__host__ __device__ constexpr int smem_bytes() {
+  return barrier_offset<S, MODE>() + S::kBarrierBytes;
+}
 
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, int src_bytes) {
   // .cg: weights stream through L2 only; src_bytes 0 zero-fills (padding).
@@ -562,7 +591,7 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
     // cp.async), each stage's "full" barrier completing when both landed;
     // the consumers multiply and release the stage on its "empty" barrier.
     // No block-wide barrier in the loop.
-    uint64_t* full = reinterpret_cast<uint64_t*>(smem + S::kBarrierOffset);
+    uint64_t* full = reinterpret_cast<uint64_t*>(smem + barrier_offset<S, MODE>());
     uint64_t* empty = full + S::STAGES;
     if (tid == 0) {
       for (int st = 0; st < S::STAGES; ++st) {
@@ -712,10 +741,7 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
 // The kernel's dynamic shared memory, opted in once per device (more than 48 KB needs it).
 template <class S, class Y, Mode MODE, bool TILED, Epilogue EPI = Epilogue::Store, bool FP8 = false>
 int configure() {
-  const int smem = S::PRODUCER ? S::kBarrierOffset + S::kBarrierBytes
-                   : MODE == Mode::Folded ? S::kSmemBytes + S::kTotalBytes
-                   : MODE == Mode::Split  ? S::kSplitSmemBytes
-                                          : S::kSmemBytes;
+  constexpr int smem = smem_bytes<S, MODE>();
   static std::atomic<uint64_t> configured{0};
   int device = 0;
   check(cudaGetDevice(&device), "gemm: cudaGetDevice");
@@ -776,11 +802,12 @@ void launch_shape(const GemmArgs& a, cudaStream_t stream) {
     launch_layout<S, Y, false>(a, stream);
 }
 
-void launch_wgmma128(const GemmArgs& a, cudaStream_t stream) {
+template <class S>
+void launch_wgmma(const GemmArgs& a, cudaStream_t stream) {
   if (a.y_f32)
-    launch_layout<WgmmaRows128, float, true>(a, stream);
+    launch_layout<S, float, true>(a, stream);
   else
-    launch_layout<WgmmaRows128, bf16, true>(a, stream);
+    launch_layout<S, bf16, true>(a, stream);
 }
 
 // Rows192 always folds its slices in turn, one slice or many, split or not:
@@ -793,8 +820,11 @@ void launch_rows192(const GemmArgs& a, cudaStream_t stream) {
 
 template <GemmTile T>
 void launch_tile(const GemmArgs& a, cudaStream_t stream) {
+  if constexpr (T == GemmTile::Rows64) {
+    if (a.w_tiles && FD_GEMM_WGMMA && FD_GEMM_WG64) return launch_wgmma<WgmmaRows64>(a, stream);
+  }
   if constexpr (T == GemmTile::Rows128) {
-    if (a.w_tiles && FD_GEMM_WGMMA) return launch_wgmma128(a, stream);
+    if (a.w_tiles && FD_GEMM_WGMMA) return launch_wgmma<WgmmaRows128>(a, stream);
   }
   if constexpr (T == GemmTile::Rows192) {
     if (a.w_tiles && FD_GEMM_WGMMA) return a.y_f32 ? launch_rows192<float>(a, stream) : launch_rows192<bf16>(a, stream);

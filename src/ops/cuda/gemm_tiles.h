@@ -11,8 +11,8 @@ namespace flashdraft::ops::cuda {
 
 // Output tile (rows x cols) per block: Rows16 streams the weight for decode
 // and verify rows, the larger ones trade weight re-reads for tensor-core reuse.
-// Rows128 and Rows192 are two and three wgmma warpgroups over a tiled weight
-// on sm_90a; Rows192 over a row-major weight runs Rows128's kernel.
+// Rows64, Rows128 and Rows192 are one, two and three wgmma warpgroups over a
+// tiled weight on sm_90a; Rows192 over a row-major weight runs Rows128's kernel.
 enum class GemmTile : uint8_t { Rows16, Rows32, Rows64, Rows128, Rows192 };
 constexpr int gemm_tile_rows(GemmTile t) {
   return t == GemmTile::Rows16   ? 16

@@ -34,16 +34,16 @@ Matmul::Matmul() {
 
 Matmul::Choice Matmul::choose(int64_t m, int64_t n, int64_t k) const {
   Choice c;
-  // 33-64 rows (a verify of 3-4 sequences) over a large weight run the wgmma
-  // tiles, whose producer streams the weight faster than Rows64's pipeline:
-  // gate_up, down, the drafter's fc and the lm head 6-19% faster there;
-  // smaller weights (o, qkv, the drafter's kv_fused: 80 MiB) were 1-10%
-  // faster on Rows64 (bench/gemm_proto.sh's `small`, H200).
-  const bool large_weight = n * k * 2 >= (int64_t{90} << 20);
-  c.tile = m <= 16                   ? GemmTile::Rows16
-           : m <= 32                 ? GemmTile::Rows32
-           : m <= 64 && !large_weight ? GemmTile::Rows64
-                                      : GemmTile::Rows128;
+  // 33-64 rows (a verify of 3-4 sequences) fit one 64-row tile, whose wgmma
+  // kernel (over the models' tiled weights) runs two blocks a multiprocessor:
+  // at 64 rows 4-26% faster than the better of Rows64's mma.sync kernel and
+  // the 128-row tile on every Qwen3-8B shape. At 17-32 rows it beat Rows32 on
+  // qkv only, past 64 rows the 128-row tiles on o only (and down by 1-4%)
+  // (bench/gemm_proto.sh's `small`, H200, bench/gemm_notes.md).
+  c.tile = m <= 16   ? GemmTile::Rows16
+           : m <= 32 ? GemmTile::Rows32
+           : m <= 64 ? GemmTile::Rows64
+                     : GemmTile::Rows128;
   const int64_t sms = sms_, slices = ceil_div(k, slice(n, k)), n_tiles = ceil_div(n, gemm_tile_cols(c.tile));
   const int64_t tiles = ceil_div(m, gemm_tile_rows(c.tile)) * n_tiles;
   if (c.tile != GemmTile::Rows128) {
