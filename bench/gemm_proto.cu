@@ -479,12 +479,12 @@ void tiles(Matmul& mm) {
 }
 
 // ---- small: every tile but Rows192, split or not, at the row counts of
-// verify calls of 1-6 sequences (16-96 rows).
+// decode and of verify calls of 1-8 sequences (1-128 rows).
 void small(Matmul& mm) {
   std::vector<Matmul::Choice> choices;
   for (GemmTile t : {GemmTile::Rows16, GemmTile::Rows32, GemmTile::Rows64, GemmTile::Rows128})
     for (bool split : {false, true}) choices.push_back({t, split});
-  compare_choices(mm, "small", choices, {16, 24, 32, 40, 48, 64, 80, 96, 128}, 71);
+  compare_choices(mm, "small", choices, {1, 4, 8, 16, 24, 32, 40, 48, 64, 80, 96, 128}, 71);
 }
 
 // ---- sweep: Rows16 at 1 and 16 rows with 1, 2, 4, 8 slices (the slice
