@@ -446,9 +446,10 @@ std::vector<OpCase> op_cases(DType dtype) {
   }
 
   // ---- matmul_rope_store_kv: the projection and rope_store_kv in one call.
-  // CUDA does both in the GEMM's split fold for up to 16 rows of whole
-  // 128-wide heads (decode, verify; GQA 4 and 1, a bias, no norm, yarn) and
-  // falls back to the two ops for more rows or head_dim 64.
+  // CUDA does both in the GEMM's split fold for whole 128-wide heads where
+  // the call runs split 16- or 64-row blocks (decode, verify; GQA 4 and 1, a
+  // bias, no norm, yarn; 48 rows of Qwen3-8B's qkv on the 64-row tile) and
+  // falls back to the two ops elsewhere or for head_dim 64.
   struct Mrsk {
     int64_t hidden, heads, kv, hd;
     bool norm, bias;
@@ -483,9 +484,10 @@ std::vector<OpCase> op_cases(DType dtype) {
   }
 
   // ---- matmul_silu_glu: the gate_up projection and silu_glu in one call.
-  // CUDA folds decode and verify rows (Qwen3-8B's 12288) straight into out;
-  // 40 rows, and an unsplit small projection, go through gate_up in runs of
-  // 64; an intermediate size that is no multiple of 64 through the two ops.
+  // CUDA folds decode and verify rows (Qwen3-8B's 12288; 40 rows on the
+  // 64-row tile) straight into out; an unsplit small projection goes through
+  // gate_up in runs of 64; an intermediate size that is no multiple of 64
+  // through the two ops.
   struct Glu {
     int64_t n, in, inter;
   };

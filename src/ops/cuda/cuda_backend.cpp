@@ -426,8 +426,9 @@ class CudaBackend final : public Backend {
     cuda::rope_store_kv(qkv, heads, kv_heads, head_dim, q_norm, k_norm, positions, rope, eps, slots, k_cache, v_cache,
                         stream_);
   }
-  // Decode and verify rows get their attention inputs from the GEMM's fold
-  // (Matmul::run_rope): one kernel and one dependency fewer a layer. It
+  // Decode and verify rows (calls of up to 64 rows, which run split) get
+  // their attention inputs from the GEMM's fold (Matmul::run_rope): one
+  // kernel and one dependency fewer a layer. It
   // shares the rope kernel's arithmetic and lane layout (rope_math.cuh), so a
   // row's bits do not depend on which path ran it.
   void matmul_rope_store_kv(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& qkv, int64_t heads,
@@ -459,8 +460,9 @@ class CudaBackend final : public Backend {
     rope_store_kv(qkv, heads, kv_heads, head_dim, q_norm, k_norm, positions, rope, eps, slots, k_cache, v_cache);
   }
   void silu_glu(const Tensor& gate_up, const Tensor& out) override { cuda::silu_glu(gate_up, out, stream_); }
-  // Decode and verify rows get silu_glu's output from the gate_up GEMM's
-  // fold (Matmul::run_glu): the silu kernel and its dependency go. Other
+  // Decode and verify rows (up to 64 a call) get silu_glu's output from the
+  // gate_up GEMM's fold (Matmul::run_glu): the silu kernel and its
+  // dependency go. Other
   // calls over a GluTiles weight write gate_up in its runs and the silu
   // kernel reads it so. Both share glu_math.cuh: the same bits either way.
   void matmul_silu_glu(const Tensor& x, const Tensor& w, const Tensor& gate_up, const Tensor& out) override {

@@ -837,6 +837,15 @@ void launch_tile(const GemmArgs& a, cudaStream_t stream) {
     launch_shape<ShapeOf<kShape>, bf16>(a, stream);
 }
 
+// A split Rows64 call whose fold finishes rope_store_kv's or silu_glu's work:
+// the wgmma kernel (WGMMA64 1) or the mma.sync one, over the bf16 tiles.
+template <int WGMMA64>
+void launch_epilogue(const GemmArgs& a, int slices, cudaStream_t stream) {
+  using S = std::conditional_t<WGMMA64 == 1, WgmmaRows64, ShapeOf<GemmTile::Rows64>>;
+  if (a.with_rope) return launch_mode<S, bf16, Mode::Split, true, Epilogue::Rope>(a, slices, stream);
+  launch_mode<S, bf16, Mode::Split, true, Epilogue::Glu>(a, slices, stream);
+}
+
 }  // namespace
 
 int gemm_split_capacity(int slices) {
@@ -882,9 +891,10 @@ int gemm_slice(int64_t n, int64_t k, int sms) {
 void launch_gemm(GemmTile tile, const GemmArgs& a, cudaStream_t stream) {
   if (a.with_rope || a.with_glu) {
     const int slices = (a.k + a.slice - 1) / a.slice;
-    if (tile != GemmTile::Rows16 || !a.split || !a.w_tiles || a.y_f32 || slices < 2 || slices > kMaxSlices ||
-        (a.with_rope && a.with_glu))
-      fail("matmul", "a fused epilogue needs a split 16-row call over a tiled weight with bf16 y");
+    if ((tile != GemmTile::Rows16 && tile != GemmTile::Rows64) || !a.split || !a.w_tiles || a.y_f32 || slices < 2 ||
+        slices > kMaxSlices || (a.with_rope && a.with_glu))
+      fail("matmul", "a fused epilogue needs a split 16- or 64-row call over a tiled weight with bf16 y");
+    if (tile == GemmTile::Rows64) return launch_epilogue<FD_GEMM_WGMMA && FD_GEMM_WG64 ? 1 : 0>(a, slices, stream);
     using S = ShapeOf<GemmTile::Rows16>;
     if (reads_fp8(a)) {
       if (a.with_rope) return launch_mode<Fp8Rows16, bf16, Mode::Split, true, Epilogue::Rope, true>(a, slices, stream);

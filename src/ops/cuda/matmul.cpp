@@ -24,6 +24,12 @@ void expect_rows_16b(const Tensor& t, const char* name) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// The split calls whose cluster fold can finish rope_store_kv's or silu_glu's
+// work (launch_gemm): 16- and 64-row blocks.
+bool folds_epilogue(const Matmul::Choice& c) {
+  return c.split && (c.tile == GemmTile::Rows16 || c.tile == GemmTile::Rows64);
+}
+
 }  // namespace
 
 Matmul::Matmul() {
@@ -32,7 +38,7 @@ Matmul::Matmul() {
   check(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
 }
 
-Matmul::Choice Matmul::choose(int64_t m, int64_t n, int64_t k) const {
+Matmul::Choice Matmul::choose(int64_t m, int64_t n, int64_t k, bool bf16_tiles) const {
   Choice c;
   // 33-64 rows (a verify of 3-4 sequences) fit one 64-row tile, whose wgmma
   // kernel (over the models' tiled weights) runs two blocks a multiprocessor:
@@ -46,6 +52,18 @@ Matmul::Choice Matmul::choose(int64_t m, int64_t n, int64_t k) const {
                      : GemmTile::Rows128;
   const int64_t sms = sms_, slices = ceil_div(k, slice(n, k)), n_tiles = ceil_div(n, gemm_tile_cols(c.tile));
   const int64_t tiles = ceil_div(m, gemm_tile_rows(c.tile)) * n_tiles;
+  // Up to 32 rows, a weight whose split blocks give the multiprocessors 1 to
+  // 1.5 each (its slices capped by how many clusters fit: Qwen3-8B's qkv, 48
+  // tiles x 4 slices) streams faster through the 64-row wgmma tile's four
+  // bulk-copied stages than through Rows16's or Rows32's cp.async pipeline:
+  // qkv 15.4 against 16.3 us at 1 row, 16.4 against 18.1 at 16, 17.2 against
+  // 22.5 at 32; every other shape was as fast or faster on the small tiles
+  // (bench/gemm_proto.sh's `small`, H200).
+  if (m <= 32 && bf16_tiles && slices > 1 && n_tiles * slices >= sms && 2 * n_tiles * slices < 3 * sms) {
+    c.tile = GemmTile::Rows64;
+    c.split = true;
+    return c;
+  }
   if (c.tile != GemmTile::Rows128) {
     // Too few tiles to give every multiprocessor ~1.5 blocks: one block per slice.
     c.split = 2 * tiles < 3 * sms && slices > 1;
@@ -124,7 +142,7 @@ void Matmul::run(const Tensor& x, const Tensor& w, const Tensor* bias, const Ten
                  const Choice* force) {
   GemmArgs a = checked_args(x, w, bias, y, w.rows);
   if (y.empty()) return;
-  const Choice c = force ? *force : choose(a.m, a.n, a.k);
+  const Choice c = force ? *force : choose(a.m, a.n, a.k, a.w_tiles && !a.w8);
   a.split = c.split;
   launch_gemm(c.tile, a, stream);
 }
@@ -133,11 +151,10 @@ bool Matmul::run_rope(const Tensor& x, const Tensor& w, const Tensor* bias, cons
                       cudaStream_t stream) {
   GemmArgs a = checked_args(x, w, bias, y, w.rows);
   if (y.empty()) return false;
-  const Choice c = choose(a.m, a.n, a.k);
+  const Choice c = choose(a.m, a.n, a.k, a.w_tiles && !a.w8);
   // The epilogue stores four bf16 of y a lane (8 bytes).
   const bool y_ok = reinterpret_cast<uintptr_t>(y.data) % 8 == 0 && (y.rows <= 1 || y.ld % 4 == 0);
-  if (c.tile != GemmTile::Rows16 || !c.split || !a.w_tiles || a.y_f32 || !y_ok || a.n % kRopeHeadDim != 0)
-    return false;
+  if (!folds_epilogue(c) || !a.w_tiles || a.y_f32 || !y_ok || a.n % kRopeHeadDim != 0) return false;
   a.split = true;
   a.with_rope = true;
   a.rope = rope;
@@ -149,10 +166,10 @@ bool Matmul::run_glu(const Tensor& x, const Tensor& w, const Tensor& out, cudaSt
   if (w.layout != Layout::GluTiles) return false;
   GemmArgs a = checked_args(x, w, nullptr, out, w.rows / 2);
   if (out.empty() || out.dtype != DType::BF16) return false;
-  const Choice c = choose(a.m, a.n, a.k);
+  const Choice c = choose(a.m, a.n, a.k, a.w_tiles && !a.w8);
   // The epilogue stores four bf16 of out a lane (8 bytes).
   const bool out_ok = reinterpret_cast<uintptr_t>(out.data) % 8 == 0 && (out.rows <= 1 || out.ld % 4 == 0);
-  if (c.tile != GemmTile::Rows16 || !c.split || !out_ok || a.n % (2 * kGluRun) != 0) return false;
+  if (!folds_epilogue(c) || !out_ok || a.n % (2 * kGluRun) != 0) return false;
   a.split = true;
   a.with_glu = true;
   launch_gemm(c.tile, a, stream);
