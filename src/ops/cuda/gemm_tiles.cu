@@ -837,13 +837,11 @@ void launch_tile(const GemmArgs& a, cudaStream_t stream) {
     launch_shape<ShapeOf<kShape>, bf16>(a, stream);
 }
 
-// A split Rows64 call whose fold finishes rope_store_kv's or silu_glu's work:
-// the wgmma kernel (WGMMA64 1) or the mma.sync one, over the bf16 tiles.
-template <int WGMMA64>
+// A split call of shape S whose fold finishes rope_store_kv's or silu_glu's work.
+template <class S, bool FP8 = false>
 void launch_epilogue(const GemmArgs& a, int slices, cudaStream_t stream) {
-  using S = std::conditional_t<WGMMA64 == 1, WgmmaRows64, ShapeOf<GemmTile::Rows64>>;
-  if (a.with_rope) return launch_mode<S, bf16, Mode::Split, true, Epilogue::Rope>(a, slices, stream);
-  launch_mode<S, bf16, Mode::Split, true, Epilogue::Glu>(a, slices, stream);
+  if (a.with_rope) return launch_mode<S, bf16, Mode::Split, true, Epilogue::Rope, FP8>(a, slices, stream);
+  launch_mode<S, bf16, Mode::Split, true, Epilogue::Glu, FP8>(a, slices, stream);
 }
 
 }  // namespace
@@ -894,14 +892,11 @@ void launch_gemm(GemmTile tile, const GemmArgs& a, cudaStream_t stream) {
     if ((tile != GemmTile::Rows16 && tile != GemmTile::Rows64) || !a.split || !a.w_tiles || a.y_f32 || slices < 2 ||
         slices > kMaxSlices || (a.with_rope && a.with_glu))
       fail("matmul", "a fused epilogue needs a split 16- or 64-row call over a tiled weight with bf16 y");
-    if (tile == GemmTile::Rows64) return launch_epilogue<FD_GEMM_WGMMA && FD_GEMM_WG64 ? 1 : 0>(a, slices, stream);
-    using S = ShapeOf<GemmTile::Rows16>;
-    if (reads_fp8(a)) {
-      if (a.with_rope) return launch_mode<Fp8Rows16, bf16, Mode::Split, true, Epilogue::Rope, true>(a, slices, stream);
-      return launch_mode<Fp8Rows16, bf16, Mode::Split, true, Epilogue::Glu, true>(a, slices, stream);
-    }
-    if (a.with_rope) return launch_mode<S, bf16, Mode::Split, true, Epilogue::Rope>(a, slices, stream);
-    return launch_mode<S, bf16, Mode::Split, true, Epilogue::Glu>(a, slices, stream);
+    // Rows64 reads the bf16 tiles, by wgmma unless built without it.
+    using Rows64 = std::conditional_t<FD_GEMM_WGMMA && FD_GEMM_WG64, WgmmaRows64, ShapeOf<GemmTile::Rows64>>;
+    if (tile == GemmTile::Rows64) return launch_epilogue<Rows64>(a, slices, stream);
+    if (reads_fp8(a)) return launch_epilogue<Fp8Rows16, true>(a, slices, stream);
+    return launch_epilogue<ShapeOf<GemmTile::Rows16>>(a, slices, stream);
   }
   switch (tile) {
     case GemmTile::Rows16: return launch_tile<GemmTile::Rows16>(a, stream);
