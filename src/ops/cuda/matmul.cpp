@@ -30,6 +30,12 @@ bool folds_epilogue(const Matmul::Choice& c) {
   return c.split && (c.tile == GemmTile::Rows16 || c.tile == GemmTile::Rows64);
 }
 
+// What a call of `a` runs: the 64-row wgmma tile reads bf16 tiles, not a
+// row-major weight or fp8 codes (Matmul::choose).
+Matmul::Choice choice_for(const Matmul& mm, const GemmArgs& a) {
+  return mm.choose(a.m, a.n, a.k, a.w_tiles && !a.w8);
+}
+
 }  // namespace
 
 Matmul::Matmul() {
@@ -142,7 +148,7 @@ void Matmul::run(const Tensor& x, const Tensor& w, const Tensor* bias, const Ten
                  const Choice* force) {
   GemmArgs a = checked_args(x, w, bias, y, w.rows);
   if (y.empty()) return;
-  const Choice c = force ? *force : choose(a.m, a.n, a.k, a.w_tiles && !a.w8);
+  const Choice c = force ? *force : choice_for(*this, a);
   a.split = c.split;
   launch_gemm(c.tile, a, stream);
 }
@@ -151,7 +157,7 @@ bool Matmul::run_rope(const Tensor& x, const Tensor& w, const Tensor* bias, cons
                       cudaStream_t stream) {
   GemmArgs a = checked_args(x, w, bias, y, w.rows);
   if (y.empty()) return false;
-  const Choice c = choose(a.m, a.n, a.k, a.w_tiles && !a.w8);
+  const Choice c = choice_for(*this, a);
   // The epilogue stores four bf16 of y a lane (8 bytes).
   const bool y_ok = reinterpret_cast<uintptr_t>(y.data) % 8 == 0 && (y.rows <= 1 || y.ld % 4 == 0);
   if (!folds_epilogue(c) || !a.w_tiles || a.y_f32 || !y_ok || a.n % kRopeHeadDim != 0) return false;
@@ -166,7 +172,7 @@ bool Matmul::run_glu(const Tensor& x, const Tensor& w, const Tensor& out, cudaSt
   if (w.layout != Layout::GluTiles) return false;
   GemmArgs a = checked_args(x, w, nullptr, out, w.rows / 2);
   if (out.empty() || out.dtype != DType::BF16) return false;
-  const Choice c = choose(a.m, a.n, a.k, a.w_tiles && !a.w8);
+  const Choice c = choice_for(*this, a);
   // The epilogue stores four bf16 of out a lane (8 bytes).
   const bool out_ok = reinterpret_cast<uintptr_t>(out.data) % 8 == 0 && (out.rows <= 1 || out.ld % 4 == 0);
   if (!folds_epilogue(c) || !out_ok || a.n % (2 * kGluRun) != 0) return false;
