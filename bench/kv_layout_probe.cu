@@ -11,7 +11,8 @@
 // (sequence, kv head, key group), 64-key tiles through a 3-stage cp.async
 // ring, 128 threads, two CTAs a multiprocessor; a tile's block ids loaded
 // one tile before its copies, or two: handed on through a register, or in one
-// of two register sets that alternate tiles use) and sums one word a row, so
+// of two register sets that alternate tiles use; or a stage refilled before
+// the next tile lands, read_kv_early) and sums one word a row, so
 // it times the copies alone; or with bulk copies (`cp.async.bulk`, read_kv_bulk)
 // of each layout's contiguous pieces. Block orders: in order, shuffled within 2 MB, shuffled, and
 // dealt round robin to 32 sequences (decode growth). Results and what they
@@ -33,6 +34,7 @@
 #include "ops/cuda/mbarrier.cuh"
 
 using flashdraft::ops::cuda::bulk_copy;
+using flashdraft::ops::cuda::cp_async_mbar_arrive;
 using flashdraft::ops::cuda::mbar_expect_tx;
 using flashdraft::ops::cuda::mbar_init;
 using flashdraft::ops::cuda::mbar_wait;
@@ -139,6 +141,63 @@ __global__ void __launch_bounds__(kThreads, 2)
   if (acc == 12345.f) sink[blockIdx.x] = acc;  // keeps the loads; never true for the zero pool
 }
 
+// The same copies and ids as read_kv<kOneAhead>, but a stage refilled as
+// soon as every thread is past the tile it held, before the next tile has
+// landed (each stage's copies counted on an mbarrier by
+// `cp.async.mbarrier.arrive`): three tiles in flight where read_kv's
+// wait-then-refill keeps two. Does the ring's depth in flight bound the read?
+__global__ void __launch_bounds__(kThreads, 2)
+    read_kv_early(int layout, const char* k, const char* v, const int* tables, int n_kv, int seq_keys,
+                  int group_keys, int n_blocks, float* sink) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ __align__(8) uint64_t bars[kStages];
+  const int groups = seq_keys / group_keys;
+  const int g = blockIdx.x % groups, h = (blockIdx.x / groups) % n_kv, seq = blockIdx.x / (groups * n_kv);
+  const int* table = tables + seq * (seq_keys / kBS);
+  const int k0 = g * group_keys, n_tiles = group_keys / kBN;
+  const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  const int col = threadIdx.x % 16, row0 = threadIdx.x / 16;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) mbar_init(&bars[s], kThreads);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  int ids[4] = {0, 0, 0, 0};
+  auto lookup = [&](int tile) {
+    if (layout != kContig) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) ids[i] = tile < n_tiles ? __ldg(table + (k0 + tile * kBN) / kBS + i) : 0;
+    }
+  };
+  auto issue = [&](int tile, int st) {
+#pragma unroll
+    for (int r = 0; r < 8; ++r) {
+      const int row = row0 + 8 * r;
+      const uint64_t off =
+          row_offset(layout, ids[r / 2], k0 + tile * kBN + row, h, n_kv, seq_keys, seq, n_blocks) + col * 16;
+      const uint32_t d = base + st * 2 * kBN * kHD * 2 + (row * 16 + col) * 16;
+      cp16(d, k + off);
+      cp16(d + kBN * kHD * 2, v + off);
+    }
+    cp_async_mbar_arrive(&bars[st]);
+  };
+  for (int s = 0; s < kStages - 1 && s < n_tiles; ++s) {
+    lookup(s);
+    issue(s, s);
+  }
+  lookup(kStages - 1);
+  float acc = 0.f;
+  for (int t = 0; t < n_tiles; ++t) {
+    __syncthreads();  // every thread is past tile t - 1, whose stage the next copies refill
+    if (t + kStages - 1 < n_tiles) issue(t + kStages - 1, (t + kStages - 1) % kStages);
+    lookup(t + kStages);
+    mbar_wait(&bars[t % kStages], (t / kStages) & 1);
+    const float* tile = reinterpret_cast<const float*>(smem + (t % kStages) * 2 * kBN * kHD * 2);
+    acc += tile[threadIdx.x * 32] + tile[kBN * kHD / 2 + threadIdx.x * 32];
+  }
+  if (acc == 12345.f) sink[blockIdx.x] = acc;  // keeps the loads; never true for the zero pool
+}
+
 // The same reads with bulk copies (`cp.async.bulk`, the copy engine's 1-D
 // form) counted on one mbarrier a stage: a copy a 256-byte row for the
 // slot-major pool, a (block, kv head)'s 4 KB for head-major blocks, a
@@ -213,12 +272,16 @@ int main(int argc, char** argv) {
       read_kv<kNoLookup>, read_kv<kOneAhead>, read_kv<kTwoAheadMoved>, read_kv<kTwoAheadAlternate>};
   for (auto* kern : kernels) CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   CK(cudaFuncSetAttribute(read_kv_bulk, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  constexpr int kBulk = -1;  // a Variant's lookup: read_kv_bulk
+  CK(cudaFuncSetAttribute(read_kv_early, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  constexpr int kBulk = -1;   // a Variant's lookup: read_kv_bulk
+  constexpr int kEarly = -2;  // read_kv_early
   struct Variant {
     int layout, lookup;
     const char* name;
   };
   const Variant variants[] = {{kNHD, kOneAhead, "slot-major, ids 1 tile ahead"},
+                              {kNHD, kEarly, "slot-major, ids 1 ahead, early refill (3 in flight)"},
+                              {kContig, kEarly, "contiguous, early refill"},
                               {kNHD, kTwoAheadMoved, "slot-major, 2 ahead moved"},
                               {kNHD, kTwoAheadAlternate, "slot-major, 2 ahead alternate"},
                               {kHND, kOneAhead, "head-major blocks, 1 ahead"},
@@ -282,7 +345,7 @@ int main(int argc, char** argv) {
       for (const Variant& vt : variants) {
         if (vt.layout == kContig && order != 1) continue;
         auto launch = [&](int c) {
-          auto* kern = vt.lookup == kBulk ? read_kv_bulk : kernels[vt.lookup];
+          auto* kern = vt.lookup == kBulk ? read_kv_bulk : vt.lookup == kEarly ? read_kv_early : kernels[vt.lookup];
           kern<<<grid, kThreads, smem>>>(vt.layout, kk[c % copies], vv[c % copies], d_table, n_kv, s.keys,
                                          s.group_keys, int(blocks), sink);
         };
