@@ -12,7 +12,7 @@
 // ring, 128 threads, two CTAs a multiprocessor; a tile's block ids loaded
 // one tile before its copies, or two: handed on through a register, or in one
 // of two register sets that alternate tiles use; or a stage refilled before
-// the next tile lands, read_kv_early) and sums one word a row, so
+// the next tile lands) and sums one word a row, so
 // it times the copies alone; or with bulk copies (`cp.async.bulk`, read_kv_bulk)
 // of each layout's contiguous pieces. Block orders: in order, shuffled within 2 MB, shuffled, and
 // dealt round robin to 32 sequences (decode growth). Results and what they
@@ -69,7 +69,11 @@ enum Lookup {
   kTwoAheadAlternate // two tiles before, into one of two register sets taken by alternate tiles
 };
 
-template <int kLookup>
+// kEarly (with kOneAhead): a stage is refilled as soon as every thread is
+// past the tile it held, before the next tile has landed, its copies counted
+// on an mbarrier (`cp.async.mbarrier.arrive`), not a commit group: three
+// tiles in flight where waiting for the next tile first keeps two.
+template <int kLookup, bool kEarly = false>
 __global__ void __launch_bounds__(kThreads, 2)
     read_kv(int layout, const char* k, const char* v, const int* tables, int n_kv, int seq_keys, int group_keys,
             int n_blocks, float* sink) {
@@ -83,6 +87,13 @@ __global__ void __launch_bounds__(kThreads, 2)
   // rows i / 16 + 8 r (r < 8), i.e. of the tile's 4 blocks r / 2.
   const int col = threadIdx.x % 16, row0 = threadIdx.x / 16;
   int ids_a[4] = {0, 0, 0, 0}, ids_b[4] = {0, 0, 0, 0};
+  static_assert(!kEarly || kLookup == kOneAhead, "early refill is timed with ids one tile ahead");
+  __shared__ __align__(8) uint64_t landed[kEarly ? kStages : 1];
+  if (kEarly && threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) mbar_init(&landed[s], kThreads);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  if constexpr (kEarly) __syncthreads();
   auto lookup = [&](int tile, int (&ids)[4]) {
     if constexpr (kLookup != kNoLookup) {
 #pragma unroll
@@ -99,13 +110,14 @@ __global__ void __launch_bounds__(kThreads, 2)
       cp16(d, k + off);
       cp16(d + kBN * kHD * 2, v + off);
     }
+    if constexpr (kEarly) cp_async_mbar_arrive(&landed[st]);
   };
   static_assert(kStages == 3, "the alternate sets assume tile t + 2 is issued at tile t");
   for (int s = 0; s < kStages - 1; ++s) {
     int(&ids)[4] = (kLookup == kTwoAheadAlternate && s % 2) ? ids_b : ids_a;
     lookup(s, ids);
     if (s < n_tiles) issue(s, s, ids);
-    commit();
+    if constexpr (!kEarly) commit();
   }
   // ids_a: the next tile to issue (kStages - 1); ids_b: the one after (two-ahead modes).
   lookup(kStages - 1, kLookup == kTwoAheadAlternate ? ((kStages - 1) % 2 ? ids_b : ids_a) : ids_a);
@@ -113,10 +125,10 @@ __global__ void __launch_bounds__(kThreads, 2)
   if constexpr (kLookup == kTwoAheadAlternate) lookup(kStages, kStages % 2 ? ids_b : ids_a);
   float acc = 0.f;
   auto step = [&](int t, int (&ids)[4]) {
-    wait_group<kStages - 2>();
+    if constexpr (!kEarly) wait_group<kStages - 2>();
     __syncthreads();
     if (t + kStages - 1 < n_tiles) issue(t + kStages - 1, (t + kStages - 1) % kStages, ids);
-    commit();
+    if constexpr (!kEarly) commit();
     if constexpr (kLookup == kTwoAheadMoved) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) ids_a[i] = ids_b[i];
@@ -126,6 +138,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     } else {
       lookup(t + kStages, ids_a);
     }
+    if constexpr (kEarly) mbar_wait(&landed[t % kStages], (t / kStages) & 1);
     const float* tile = reinterpret_cast<const float*>(smem + (t % kStages) * 2 * kBN * kHD * 2);
     acc += tile[threadIdx.x * 32] + tile[kBN * kHD / 2 + threadIdx.x * 32];
   };
@@ -137,63 +150,6 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
   } else {
     for (int t = 0; t < n_tiles; ++t) step(t, ids_a);
-  }
-  if (acc == 12345.f) sink[blockIdx.x] = acc;  // keeps the loads; never true for the zero pool
-}
-
-// The same copies and ids as read_kv<kOneAhead>, but a stage refilled as
-// soon as every thread is past the tile it held, before the next tile has
-// landed (each stage's copies counted on an mbarrier by
-// `cp.async.mbarrier.arrive`): three tiles in flight where read_kv's
-// wait-then-refill keeps two. Does the ring's depth in flight bound the read?
-__global__ void __launch_bounds__(kThreads, 2)
-    read_kv_early(int layout, const char* k, const char* v, const int* tables, int n_kv, int seq_keys,
-                  int group_keys, int n_blocks, float* sink) {
-  extern __shared__ __align__(128) unsigned char smem[];
-  __shared__ __align__(8) uint64_t bars[kStages];
-  const int groups = seq_keys / group_keys;
-  const int g = blockIdx.x % groups, h = (blockIdx.x / groups) % n_kv, seq = blockIdx.x / (groups * n_kv);
-  const int* table = tables + seq * (seq_keys / kBS);
-  const int k0 = g * group_keys, n_tiles = group_keys / kBN;
-  const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  const int col = threadIdx.x % 16, row0 = threadIdx.x / 16;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) mbar_init(&bars[s], kThreads);
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
-  __syncthreads();
-  int ids[4] = {0, 0, 0, 0};
-  auto lookup = [&](int tile) {
-    if (layout != kContig) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) ids[i] = tile < n_tiles ? __ldg(table + (k0 + tile * kBN) / kBS + i) : 0;
-    }
-  };
-  auto issue = [&](int tile, int st) {
-#pragma unroll
-    for (int r = 0; r < 8; ++r) {
-      const int row = row0 + 8 * r;
-      const uint64_t off =
-          row_offset(layout, ids[r / 2], k0 + tile * kBN + row, h, n_kv, seq_keys, seq, n_blocks) + col * 16;
-      const uint32_t d = base + st * 2 * kBN * kHD * 2 + (row * 16 + col) * 16;
-      cp16(d, k + off);
-      cp16(d + kBN * kHD * 2, v + off);
-    }
-    cp_async_mbar_arrive(&bars[st]);
-  };
-  for (int s = 0; s < kStages - 1 && s < n_tiles; ++s) {
-    lookup(s);
-    issue(s, s);
-  }
-  lookup(kStages - 1);
-  float acc = 0.f;
-  for (int t = 0; t < n_tiles; ++t) {
-    __syncthreads();  // every thread is past tile t - 1, whose stage the next copies refill
-    if (t + kStages - 1 < n_tiles) issue(t + kStages - 1, (t + kStages - 1) % kStages);
-    lookup(t + kStages);
-    mbar_wait(&bars[t % kStages], (t / kStages) & 1);
-    const float* tile = reinterpret_cast<const float*>(smem + (t % kStages) * 2 * kBN * kHD * 2);
-    acc += tile[threadIdx.x * 32] + tile[kBN * kHD / 2 + threadIdx.x * 32];
   }
   if (acc == 12345.f) sink[blockIdx.x] = acc;  // keeps the loads; never true for the zero pool
 }
@@ -269,19 +225,19 @@ int main(int argc, char** argv) {
   const size_t smem = size_t(kStages) * 2 * kBN * kHD * 2;
   // The kernel of each Lookup, by its value.
   void (*const kernels[])(int, const char*, const char*, const int*, int, int, int, int, float*) = {
-      read_kv<kNoLookup>, read_kv<kOneAhead>, read_kv<kTwoAheadMoved>, read_kv<kTwoAheadAlternate>};
+      read_kv<kNoLookup>, read_kv<kOneAhead>, read_kv<kTwoAheadMoved>, read_kv<kTwoAheadAlternate>,
+      read_kv<kOneAhead, true>};
   for (auto* kern : kernels) CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   CK(cudaFuncSetAttribute(read_kv_bulk, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  CK(cudaFuncSetAttribute(read_kv_early, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  constexpr int kBulk = -1;   // a Variant's lookup: read_kv_bulk
-  constexpr int kEarly = -2;  // read_kv_early
+  constexpr int kBulk = -1;         // a Variant's lookup: read_kv_bulk
+  constexpr int kEarlyRefill = 4;  // a Variant's lookup: read_kv<kOneAhead, true> (kernels[4])
   struct Variant {
     int layout, lookup;
     const char* name;
   };
   const Variant variants[] = {{kNHD, kOneAhead, "slot-major, ids 1 tile ahead"},
-                              {kNHD, kEarly, "slot-major, ids 1 ahead, early refill (3 in flight)"},
-                              {kContig, kEarly, "contiguous, early refill"},
+                              {kNHD, kEarlyRefill, "slot-major, ids 1 ahead, early refill (3 in flight)"},
+                              {kContig, kEarlyRefill, "contiguous, ids 1 ahead (unused), early refill"},
                               {kNHD, kTwoAheadMoved, "slot-major, 2 ahead moved"},
                               {kNHD, kTwoAheadAlternate, "slot-major, 2 ahead alternate"},
                               {kHND, kOneAhead, "head-major blocks, 1 ahead"},
@@ -345,7 +301,7 @@ int main(int argc, char** argv) {
       for (const Variant& vt : variants) {
         if (vt.layout == kContig && order != 1) continue;
         auto launch = [&](int c) {
-          auto* kern = vt.lookup == kBulk ? read_kv_bulk : vt.lookup == kEarly ? read_kv_early : kernels[vt.lookup];
+          auto* kern = vt.lookup == kBulk ? read_kv_bulk : kernels[vt.lookup];
           kern<<<grid, kThreads, smem>>>(vt.layout, kk[c % copies], vv[c % copies], d_table, n_kv, s.keys,
                                          s.group_keys, int(blocks), sink);
         };
