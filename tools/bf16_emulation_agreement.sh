@@ -9,6 +9,7 @@
 #   y  : every GEMM's output except the logits (q/k/v, o, gate/up, down)
 #   kv : q after RoPE and the K/V the paged pool keeps
 #   p  : the attention probabilities P.V multiplies
+#   H  : with x, the lm head's input left in f32 (every other GEMM input rounded)
 # and, to fp16 instead (the attention's sites in capitals: fp16 has 3 more
 # mantissa bits than bf16, the same bytes and tensor-core rate):
 #   KV : q, K and V in fp16;  KV Qb : K and V in fp16, q in bf16
@@ -45,7 +46,7 @@ run "" fp32
 echo "| rounded sites | prompts identical to fp32 (of $n) |"
 echo "|---|---|"
 for sites in "x" "y" "kv" "p" "x y kv p" "y kv p" "x kv p" "x y p" "x y kv" "x y" "KV" "P" "x y KV P" "x y KV Qb P" \
-  "x y KV Qb p" "x y kv P"; do
+  "x y KV Qb p" "x y kv P" "x y kv p H"; do
   run "$sites" emul
   python3 - "$work/fp32.jsonl" "$work/emul.jsonl" "$sites" <<'PY'
 import json, sys
