@@ -26,10 +26,12 @@
 #include <vector>
 
 #include "ops/cuda/common.cuh"
+#include "ops/cuda/gemm_invariant.cuh"
 #include "ops/cuda/mbarrier.cuh"
 
 using bf16 = __nv_bfloat16;
 using namespace flashdraft::ops::cuda;
+namespace gemm = flashdraft::ops::cuda::gemm;
 
 #define CK(x)                                                                      \
   do {                                                                             \
@@ -42,10 +44,8 @@ using namespace flashdraft::ops::cuda;
 
 constexpr int BM = 128, BK = 64, kSlabs = BK / 16;
 
-__device__ __forceinline__ uint64_t desc(uint32_t addr) {
-  constexpr uint64_t kLbo = 128, kSbo = 256;  // core matrices along k, along m / n
-  return uint64_t((addr >> 4) & 0x3fff) | ((kLbo >> 4) << 16) | ((kSbo >> 4) << 32);
-}
+// Core matrices 128 bytes apart along k, 256 along m / n: the engine's descriptor form.
+__device__ __forceinline__ uint64_t desc(uint32_t addr) { return gemm::wgmma_desc(addr); }
 
 #define R8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
 __device__ __forceinline__ void wgmma_ss_n128(float (&d)[64], uint64_t a, uint64_t b) {
@@ -61,19 +61,6 @@ __device__ __forceinline__ void wgmma_ss_n128(float (&d)[64], uint64_t a, uint64
       : "memory");
 }
 
-__device__ __forceinline__ void wgmma_rs_n128(float (&d)[64], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                              uint64_t b) {
-  asm volatile(
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-      "{%64, %65, %66, %67}, %68, 1, 1, 1, 0;\n"
-      : R8(0), R8(8), R8(16), R8(24), R8(32), R8(40), R8(48), R8(56)
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(b)
-      : "memory");
-}
 __device__ __forceinline__ void tma_2d(uint32_t dst, const CUtensorMap* map, int c0, int c1, uint64_t* bar) {
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
@@ -206,8 +193,8 @@ __global__ void __launch_bounds__(384, 1)
       for (int blk = 0; blk < kBlk; ++blk)
 #pragma unroll
         for (int b = 0; b < NB; ++b) {
-          wgmma_rs_n128(acc[b], lo[blk].x, hi[blk].x, lo[blk].y, hi[blk].y, desc(sw + ((2 * blk) * BN * 16 + b * 128 * 16) * 2));
-          wgmma_rs_n128(acc[b], lo[blk].z, hi[blk].z, lo[blk].w, hi[blk].w,
+          gemm::wgmma_n128(acc[b], lo[blk].x, hi[blk].x, lo[blk].y, hi[blk].y, desc(sw + ((2 * blk) * BN * 16 + b * 128 * 16) * 2));
+          gemm::wgmma_n128(acc[b], lo[blk].z, hi[blk].z, lo[blk].w, hi[blk].w,
                         desc(sw + ((2 * blk + 1) * BN * 16 + b * 128 * 16) * 2));
         }
     } else {
