@@ -25,6 +25,7 @@
 #include <random>
 #include <vector>
 
+#include "cuda_check.h"
 #include "ops/cuda/common.cuh"
 #include "ops/cuda/gemm_invariant.cuh"
 #include "ops/cuda/mbarrier.cuh"
@@ -33,19 +34,8 @@ using bf16 = __nv_bfloat16;
 using namespace flashdraft::ops::cuda;
 namespace gemm = flashdraft::ops::cuda::gemm;
 
-#define CK(x)                                                                      \
-  do {                                                                             \
-    cudaError_t e_ = (x);                                                          \
-    if (e_ != cudaSuccess) {                                                       \
-      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                \
-    }                                                                              \
-  } while (0)
 
 constexpr int BM = 128, BK = 64, kSlabs = BK / 16;
-
-// Core matrices 128 bytes apart along k, 256 along m / n: the engine's descriptor form.
-__device__ __forceinline__ uint64_t desc(uint32_t addr) { return gemm::wgmma_desc(addr); }
 
 #define R8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
 __device__ __forceinline__ void wgmma_ss_n128(float (&d)[64], uint64_t a, uint64_t b) {
@@ -75,12 +65,10 @@ __host__ __device__ constexpr int stage_off(int rows, int r, int p) {
   return (p / 16) * rows * 16 + (r / 8) * 128 + ((p % 16) / 8) * 64 + (r % 8) * 8 + p % 8;  // elements
 }
 // The k (within the stage) at position p: natural (the slab's 16 k's in
-// order) or the engine's chain (gemm::chain_k: slab 2 b + h of block b holds
-// k's 32 b + 8 u + 4 h + {0, 1, 2, 3}, u = 0..3; core matrix kc the pairs 2 kc).
+// order) or the engine's chain (slab 2 b + h is the h-th mma of block b,
+// its core matrices logical positions 0-7 and 8-15: gemm::chain_k).
 __host__ __device__ constexpr int src_k(int p, bool chain) {
-  if (!chain) return p;
-  const int slab = p / 16, b = slab / 2, h = slab % 2, kc = (p % 16) / 8, j = p % 8;
-  return 32 * b + 8 * (j / 2) + 4 * h + 2 * kc + j % 2;
+  return chain ? 32 * (p / 32) + gemm::chain_k((p / 16) % 2, p % 16) : p;
 }
 
 // X_MODE 0: x pre-tiled, one bulk copy a stage; 1: 16-byte cp.async from
@@ -193,17 +181,17 @@ __global__ void __launch_bounds__(384, 1)
       for (int blk = 0; blk < kBlk; ++blk)
 #pragma unroll
         for (int b = 0; b < NB; ++b) {
-          gemm::wgmma_n128(acc[b], lo[blk].x, hi[blk].x, lo[blk].y, hi[blk].y, desc(sw + ((2 * blk) * BN * 16 + b * 128 * 16) * 2));
+          gemm::wgmma_n128(acc[b], lo[blk].x, hi[blk].x, lo[blk].y, hi[blk].y, gemm::wgmma_desc(sw + ((2 * blk) * BN * 16 + b * 128 * 16) * 2));
           gemm::wgmma_n128(acc[b], lo[blk].z, hi[blk].z, lo[blk].w, hi[blk].w,
-                        desc(sw + ((2 * blk + 1) * BN * 16 + b * 128 * 16) * 2));
+                        gemm::wgmma_desc(sw + ((2 * blk + 1) * BN * 16 + b * 128 * 16) * 2));
         }
     } else {
       asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
       for (int k = 0; k < kSlabs; ++k) {
-        const uint64_t da = desc(sx + (k * BM * 16 + wg * 64 * 16) * 2);
+        const uint64_t da = gemm::wgmma_desc(sx + (k * BM * 16 + wg * 64 * 16) * 2);
 #pragma unroll
-        for (int b = 0; b < NB; ++b) wgmma_ss_n128(acc[b], da, desc(sw + (k * BN * 16 + b * 128 * 16) * 2));
+        for (int b = 0; b < NB; ++b) wgmma_ss_n128(acc[b], da, gemm::wgmma_desc(sw + (k * BN * 16 + b * 128 * 16) * 2));
       }
     }
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
