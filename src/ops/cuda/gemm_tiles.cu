@@ -52,8 +52,9 @@ using bf16 = __nv_bfloat16;
 // two blocks a multiprocessor: 3 were even), and their producer
 // (FD_GEMM_WGMMA 0: no wgmma); programmatic
 // dependent launch; the L2 prefetch of weight copies (256 B: each weight
-// row's next tile is on its way with the current one). None of them changes a
-// bit of the result.
+// row's next tile is on its way with the current one); persistent producer
+// kernels outside Split mode (FD_GEMM_PERSISTENT 0: a block a tile). None of
+// them changes a bit of the result.
 #ifndef FD_GEMM_STAGES
 #define FD_GEMM_STAGES 4
 #endif
@@ -95,6 +96,9 @@ using bf16 = __nv_bfloat16;
 #endif
 #ifndef FD_GEMM_PDL
 #define FD_GEMM_PDL 1
+#endif
+#ifndef FD_GEMM_PERSISTENT
+#define FD_GEMM_PERSISTENT 1
 #endif
 #ifndef FD_GEMM_L2_PREFETCH
 #define FD_GEMM_L2_PREFETCH ".L2::256B"
@@ -431,9 +435,13 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
   const int g = lane >> 2, q = lane & 3;
   const int wm = warp / S::WN, wn = warp % S::WN;
   const int M = a.m, N = a.n, K = a.k;
-  int mt, nt;
-  tile_of(blockIdx.x, (M + S::BM - 1) / S::BM, (N + S::BN - 1) / S::BN, mt, nt);
-  const int m0 = mt * S::BM, n0 = nt * S::BN;
+  const int m_tiles = (M + S::BM - 1) / S::BM, n_tiles = (N + S::BN - 1) / S::BN, tiles = m_tiles * n_tiles;
+  // The output tile in hand: blockIdx.x's, or each of a persistent block's
+  // tiles in turn (set_tile; the lambdas below read these by reference).
+  int mt, nt, m0, n0, x_rows, w_rows;
+  const bf16* x;
+  const bf16* w;
+  const unsigned char* w8;
 
   const int k_tiles = (K + S::BK - 1) / S::BK, per_slice = a.slice / S::BK;
   int kt0 = 0, kt1 = k_tiles;
@@ -442,17 +450,24 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
     kt1 = min(kt0 + per_slice, k_tiles);
   }
 
-  const bf16* x = static_cast<const bf16*>(a.x) + m0 * a.ldx;
-  const bf16* w = static_cast<const bf16*>(a.w) + n0 * a.ldw;
-  const int x_rows = min(S::BM, M - m0), w_rows = min(S::BN, N - n0);
+  // A tiled weight's strip starts n0 * ldw elements in (ldw: its k's per
+  // row, padded), and its stage kt BN * BK elements after the one before.
+  // The fp8 codes' strips are ldw bytes a row apart, a stage BN * BK bytes.
+  const auto set_tile = [&](int id) {
+    tile_of(id, m_tiles, n_tiles, mt, nt);
+    m0 = mt * S::BM;
+    n0 = nt * S::BN;
+    x = static_cast<const bf16*>(a.x) + m0 * a.ldx;
+    w = static_cast<const bf16*>(a.w) + n0 * a.ldw;
+    w8 = static_cast<const unsigned char*>(a.w8) + static_cast<int64_t>(n0) * a.ldw;
+    x_rows = min(S::BM, M - m0);
+    w_rows = min(S::BN, N - n0);
+  };
+  set_tile(blockIdx.x);
   const uint32_t base = smem_u32(smem);
   const auto load_x = [&](int stage, int kt) {
     load_rows<S::BM, S::kThreads, S::BK>(base + stage * S::kStageBytes, x, a.ldx, x_rows, kt * S::BK, K, tid);
   };
-  // A tiled weight's strip starts n0 * ldw elements in (ldw: its k's per
-  // row, padded), and its stage kt BN * BK elements after the one before.
-  // The fp8 codes' strips are ldw bytes a row apart, a stage BN * BK bytes.
-  const unsigned char* w8 = static_cast<const unsigned char*>(a.w8) + static_cast<int64_t>(n0) * a.ldw;
   const auto load_w = [&](int stage, int kt) {
     const uint32_t dst = base + stage * S::kStageBytes + S::kXBytes;
     if constexpr (FP8)
@@ -567,10 +582,16 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
       }
     }
   };
+  // Folded mode: a slice ends every per_slice k tiles (slices start at k
+  // tile 0) and at the tile's last; its partial is folded into the running
+  // total and the chain restarts from +0. The last slice's fold stays in the
+  // accumulators, which the epilogue stores.
   bool first_slice = true;
+  int in_slice = 0;
   const auto fold_slice = [&](int kt) {
     if constexpr (MODE == Mode::Folded) {
-      if ((kt + 1) % per_slice == 0 || kt + 1 == kt1) {  // a slice ends: fold it, restart from +0
+      const bool last = kt + 1 == kt1;
+      if (++in_slice == per_slice || last) {
 #pragma unroll
         for (int i2 = 0; i2 < S::MT; ++i2)
 #pragma unroll
@@ -578,19 +599,70 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
               float& t = total_at(i2, j, e);
-              t = first_slice ? acc[i2][j][e] : gemm::fold(t, acc[i2][j][e]);
-              acc[i2][j][e] = 0.f;
+              const float v = first_slice ? acc[i2][j][e] : gemm::fold(t, acc[i2][j][e]);
+              if (last) {
+                acc[i2][j][e] = v;
+              } else {
+                t = v;
+                acc[i2][j][e] = 0.f;
+              }
             }
-        first_slice = false;
+        first_slice = last;  // the next tile starts afresh
+        in_slice = 0;
       }
     }
+  };
+  const auto zero_acc = [&] {
+#pragma unroll
+    for (int i2 = 0; i2 < S::MT; ++i2)
+#pragma unroll
+      for (int j = 0; j < S::NT; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[i2][j][e] = 0.f;
+  };
+
+  // Element (i2, j, e) of this thread's fragments sits at row m, column n.
+  const auto row_of = [&](int i2, int e) { return m0 + wm * S::kWarpRows + i2 * 16 + g + (e >> 1) * 8; };
+  const auto col_of = [&](int j, int e) { return n0 + wn * S::kWarpCols + j * 8 + 2 * q + (e & 1); };
+  const bool holds = warp < S::WM * S::WN;  // not a producer
+  // Whole and Folded modes: the tile's y from the accumulators, finished by
+  // rule 3. Elements e and e + 1 are adjacent columns of one row: one store
+  // of both where y's alignment allows (same values either way).
+  const auto store_tile = [&] {
+    Y* y = static_cast<Y*>(a.y);
+    using Pair = std::conditional_t<std::is_same_v<Y, float>, float2, __nv_bfloat162>;
+    const bool pairs = a.ldy % 2 == 0 && reinterpret_cast<uintptr_t>(y) % sizeof(Pair) == 0;
+#pragma unroll
+    for (int i2 = 0; i2 < S::MT; ++i2)
+#pragma unroll
+      for (int j = 0; j < S::NT; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; e += 2) {
+          const int m = row_of(i2, e), n = col_of(j, e);
+          if (m >= M) continue;
+          Y* at = y + static_cast<int64_t>(m) * a.ldy + n;
+          const Y v0 = gemm::finish<Y>(acc[i2][j][e], a.bias, a.bias_f32, n);
+          if (pairs && n + 1 < N) {
+            Pair both;
+            both.x = v0;
+            both.y = gemm::finish<Y>(acc[i2][j][e + 1], a.bias, a.bias_f32, n + 1);
+            *reinterpret_cast<Pair*>(at) = both;
+          } else {
+            if (n < N) at[0] = v0;
+            if (n + 1 < N) at[1] = gemm::finish<Y>(acc[i2][j][e + 1], a.bias, a.bias_f32, n + 1);
+          }
+        }
   };
 
   if constexpr (S::PRODUCER && TILED) {
     // A producer warpgroup fills the stages (w by one bulk copy, x by
     // cp.async), each stage's "full" barrier completing when both landed;
     // the consumers multiply and release the stage on its "empty" barrier.
-    // No block-wide barrier in the loop.
+    // No block-wide barrier in the loop. Outside Split mode the block is
+    // persistent: it takes tiles blockIdx.x, + gridDim.x, ... (the launch
+    // sizes the grid to the blocks that fit at once), and the ring runs on
+    // across them, so the producer fills the next tile's first stages while
+    // the consumers finish this one's.
     uint64_t* full = reinterpret_cast<uint64_t*>(smem + barrier_offset<S, MODE>());
     uint64_t* empty = full + S::STAGES;
     if (tid == 0) {
@@ -602,44 +674,63 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
     }
     __syncthreads();
     const int n = kt1 - kt0;
+    // Every tile of a persistent block (a Split block has one: a single
+    // pass, so that its code is that of a block without the loop), `ring` the
+    // stages filled or consumed before it.
+    const auto each_tile = [&](auto&& work) {
+      if constexpr (MODE == Mode::Split) {
+        work(0u);
+      } else {
+        unsigned ring = 0;
+        for (int id = blockIdx.x; id < tiles; id += gridDim.x, ring += n) {
+          if (id != static_cast<int>(blockIdx.x)) set_tile(id);
+          work(ring);
+        }
+      }
+    };
     if (warp >= S::WM * S::WN) {
       const int ptid = tid - S::kThreads;
       constexpr uint32_t kWBytes = S::BN * S::BK * 2;
-      const auto load_w_bulk = [&](int i) {
-        const int st = i % S::STAGES;
+      const auto load_w_bulk = [&](int st, int i) {
         mbar_expect_tx(&full[st], kWBytes);
         bulk_copy(base + st * S::kStageBytes + S::kXBytes, w + static_cast<int64_t>(kt0 + i) * S::BN * S::BK, kWBytes,
                   &full[st]);
       };
-      // The weight does not depend on the kernel before this one: its first
-      // stages are requested before waiting for that kernel (programmatic
-      // dependent launch), x's only after.
+      // The weight does not depend on the kernel before this one: the first
+      // tile's first stages are requested before waiting for that kernel
+      // (programmatic dependent launch), x's only after.
+      const int early = min(n, S::STAGES);
       if (ptid == 0)
-        for (int i = 0; i < min(n, S::STAGES); ++i) load_w_bulk(i);
+        for (int i = 0; i < early; ++i) load_w_bulk(i, i);
 #if FD_GEMM_PDL
       asm volatile("griddepcontrol.wait;\n" ::: "memory");
       asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
-      for (int i = 0; i < n; ++i) {
-        const int st = i % S::STAGES;
-        if (i >= S::STAGES) {
-          mbar_wait(&empty[st], ((i / S::STAGES) - 1) & 1);
-          if (ptid == 0) load_w_bulk(i);
+      each_tile([&](auto ring) {
+        for (int i = 0; i < n; ++i) {
+          const unsigned it = ring + i, st = it % S::STAGES;
+          if (it >= S::STAGES) mbar_wait(&empty[st], ((it / S::STAGES) - 1) & 1);
+          if (it >= static_cast<unsigned>(early) && ptid == 0) load_w_bulk(st, i);
+          load_rows<S::BM, kProducerThreads, S::BK>(base + st * S::kStageBytes, x, a.ldx, x_rows, (kt0 + i) * S::BK,
+                                                     K, ptid);
+          cp_async_mbar_arrive(&full[st]);
         }
-        load_rows<S::BM, kProducerThreads, S::BK>(base + st * S::kStageBytes, x, a.ldx, x_rows, (kt0 + i) * S::BK, K,
-                                                   ptid);
-        cp_async_mbar_arrive(&full[st]);
-      }
+      });
     } else {
-      for (int i = 0; i < n; ++i) {
-        const int st = i % S::STAGES;
-        mbar_wait(&full[st], (i / S::STAGES) & 1);
-        multiply(st, kt0 + i);
-        __syncwarp();
-        if (lane == 0) mbar_arrive(&empty[st]);
-        fold_slice(kt0 + i);
-      }
+      each_tile([&](auto ring) {
+        if (ring != 0) zero_acc();
+        for (int i = 0; i < n; ++i) {
+          const unsigned it = ring + i, st = it % S::STAGES;
+          mbar_wait(&full[st], (it / S::STAGES) & 1);
+          multiply(st, kt0 + i);
+          __syncwarp();
+          if (lane == 0) mbar_arrive(&empty[st]);
+          fold_slice(kt0 + i);
+        }
+        if constexpr (MODE != Mode::Split) store_tile();
+      });
     }
+    if constexpr (MODE != Mode::Split) return;
   } else {
     // Every thread loads and multiplies, a block barrier per tile. The weight
     // does not depend on the kernel before this one: its first tiles are
@@ -682,25 +773,8 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
     }
   }
 
-  // Element (i2, j, e) of this thread's fragments sits at row m, column n.
-  const auto row_of = [&](int i2, int e) { return m0 + wm * S::kWarpRows + i2 * 16 + g + (e >> 1) * 8; };
-  const auto col_of = [&](int j, int e) { return n0 + wn * S::kWarpCols + j * 8 + 2 * q + (e & 1); };
-  const bool holds = warp < S::WM * S::WN;  // not a producer
   if constexpr (MODE != Mode::Split) {
-    if (!holds) return;
-    Y* y = static_cast<Y*>(a.y);
-#pragma unroll
-    for (int i2 = 0; i2 < S::MT; ++i2)
-#pragma unroll
-      for (int j = 0; j < S::NT; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int m = row_of(i2, e), n = col_of(j, e);
-          if (m < M && n < N) {
-            const float v = MODE == Mode::Folded ? total_at(i2, j, e) : acc[i2][j][e];
-            y[m * a.ldy + n] = gemm::finish<Y>(v, a.bias, a.bias_f32, n);
-          }
-        }
+    store_tile();
   } else {
     // The tile's slices are one cluster (rank = slice). Each block leaves its
     // partial in its own shared memory, then folds its share of the tile
@@ -755,11 +829,33 @@ int configure() {
   return smem;
 }
 
+// How many blocks of a persistent kernel fit on the current device at once
+// (multiprocessors times blocks a multiprocessor), found once per device.
+template <class S, class Y, Mode MODE, bool TILED, Epilogue EPI, bool FP8>
+int64_t resident_blocks(int smem) {
+  static std::atomic<int64_t> known[64] = {};
+  int device = 0;
+  check(cudaGetDevice(&device), "gemm: cudaGetDevice");
+  std::atomic<int64_t>& slot = known[device & 63];
+  if (int64_t v = slot.load()) return v;
+  int sms = 0, per_sm = 0;
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "gemm: cudaDeviceGetAttribute");
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemm_kernel<S, Y, MODE, TILED, EPI, FP8>,
+                                                      S::kBlockThreads, static_cast<size_t>(smem)),
+        "gemm: cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  const int64_t v = std::max<int64_t>(1, int64_t{sms} * per_sm);
+  slot.store(v);
+  return v;
+}
+
 template <class S, class Y, Mode MODE, bool TILED, Epilogue EPI = Epilogue::Store, bool FP8 = false>
 void launch_mode(const GemmArgs& a, int slices, cudaStream_t stream) {
   auto* kernel = gemm_kernel<S, Y, MODE, TILED, EPI, FP8>;
   const int smem = configure<S, Y, MODE, TILED, EPI, FP8>();
-  const int64_t tiles = ((a.m + S::BM - 1) / S::BM) * static_cast<int64_t>((a.n + S::BN - 1) / S::BN);
+  int64_t tiles = ((a.m + S::BM - 1) / S::BM) * static_cast<int64_t>((a.n + S::BN - 1) / S::BN);
+  // The producer kernels outside Split mode are persistent (gemm_kernel).
+  if (S::PRODUCER && TILED && MODE != Mode::Split && FD_GEMM_PERSISTENT)
+    tiles = std::min(tiles, resident_blocks<S, Y, MODE, TILED, EPI, FP8>(smem));
   const dim3 grid(static_cast<unsigned>(tiles), MODE == Mode::Split ? static_cast<unsigned>(slices) : 1u);
   cudaLaunchConfig_t config{};
   config.gridDim = grid;

@@ -75,25 +75,25 @@ Matmul::Choice Matmul::choose(int64_t m, int64_t n, int64_t k, bool bf16_tiles) 
     c.split = 2 * tiles < 3 * sms && slices > 1;
     return c;
   }
-  // The wgmma tiles run one block a multiprocessor: compare waves of blocks,
-  // each costing its k tiles plus a fixed ramp (start-up, the fold), for 128
-  // rows whole or split and for 192 rows (never split). The constants, in
-  // 128-row k tiles, were fitted on the H200 (bench/gemm_proto.sh's `tiles`:
-  // 96-2048 rows, every Qwen3-8B shape). A 192-row k tile costs 1.25 of a
-  // 128-row one and its ramp is long; a split into two slices ran a fifth
-  // cheaper a k tile than the folded walk over the whole K (gate_up at every
-  // row count), into four or eight it did not. Measured there, its pick took
-  // at most 1.18 of the fastest of the three and 1.004 of the fastest summed
-  // over all points (the 128-row rule before: 1.45 and 1.037; bench/gemm_notes.md).
-  constexpr double kRamp = 12, kRamp192 = 40, kTile192 = 1.25, kTileSplit2 = 0.8;
+  // The wgmma tiles run one block a multiprocessor. Whole or folded, a
+  // block is persistent and walks its share of the tiles back to back
+  // (gemm_tiles.cu), so 128 rows cost the most tiles any block walks times
+  // the k tiles, with no ramp worth counting; 192 rows likewise at 1.6 of a
+  // 128-row k tile. A split block does one slice of one tile, and the
+  // cluster's fold adds a ramp. Units are 128-row k tiles; the constants
+  // were fitted on the H200 (bench/gemm_proto.sh's `tiles`: 96-2048 rows,
+  // every Qwen3-8B shape; a two-slice split runs its k tiles faster than
+  // deeper splits): there the pick took at most 1.03 of the fastest of the
+  // three and 1.001 summed over all points (bench/gemm_notes.md).
+  constexpr double kTile192 = 1.6, kTileSplit = 1.5, kTileSplit2 = 1.1, kRampSplit = 5;
   const auto waves = [&](int64_t blocks) { return static_cast<double>(ceil_div(blocks, sms)); };
   const double k_tiles = static_cast<double>(ceil_div(k, kStripTileK));
   const double slice_tiles = static_cast<double>(ceil_div(slice(n, k), kStripTileK));
-  const double whole = waves(tiles) * (k_tiles + kRamp);
-  const double split_tile = slices == 2 ? kTileSplit2 : 1;
-  const double split = slices > 1 ? waves(tiles * slices) * (slice_tiles * split_tile + kRamp) : whole;
+  const double whole = waves(tiles) * k_tiles;
+  const double split_tile = slices == 2 ? kTileSplit2 : kTileSplit;
+  const double split = slices > 1 ? waves(tiles * slices) * (slice_tiles * split_tile + kRampSplit) : whole;
   const int64_t tiles192 = ceil_div(m, gemm_tile_rows(GemmTile::Rows192)) * n_tiles;
-  const double rows192 = waves(tiles192) * (k_tiles * kTile192 + kRamp192);
+  const double rows192 = waves(tiles192) * k_tiles * kTile192;
   if (rows192 < std::min(whole, split))
     c.tile = GemmTile::Rows192;
   else
