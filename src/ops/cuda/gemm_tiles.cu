@@ -8,9 +8,10 @@
 // silu_glu's work on the tile (rope_fold, glu_fold: decode and verify rows
 // need no kernel of their own for it). For more rows on a tiled weight,
 // Rows64, Rows128 and Rows192 run as one, two or three warpgroups issuing
-// wgmma over the same chain, fed by one more that only loads (H200, M =
-// 2048: 362-461 TFLOP/s against ~200 with mma.sync; bench/gemm_proto.sh
-// prefill, bench/gemm_notes.md).
+// wgmma over the same chain, fed by one more that only loads; outside
+// Split mode those blocks are persistent, each walking its share of the
+// tiles (H200, M = 2048: 418-503 TFLOP/s against ~200 with mma.sync;
+// bench/gemm_proto.sh prefill, bench/gemm_notes.md).
 // Over a WeightQuant::Fp8 weight the streamer (FP8) reads the fp8 codes
 // instead of the bf16 tiles, half the bytes, and widens each lane's
 // fragments to the very bf16 values the tiles hold (fp8_pair), so the chain
