@@ -9,10 +9,11 @@
 // gaps included, which CUDA graphs (the next issue) will hide.
 //
 // Usage: bench_step [--device cuda] [--target DIR] [--drafter DIR] [--contexts 1024,16384]
-//                   [--batches 1] [--reps 20] [--profile-decode]
+//                   [--batches 1] [--reps 20] [--profile-decode] [--prefill-only]
 // --profile-decode: after warm-up, one batch-1 decode step at the first context
 // between cudaProfilerStart/Stop, for `ncu --profile-from-start off` (the sum
 // of its kernel times is the step without launch gaps).
+// --prefill-only: the prefill row alone (for a kernel timeline of it).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -50,6 +51,7 @@ int main(int argc, char** argv) {
       "bench_step", argc, argv,
       [&](const std::string& k, const std::string& v) {
         if (k == "--profile-decode") profile = true;
+        else if (k == "--prefill-only") contexts.clear();
         else if (k == "--device") device = v;
         else if (k == "--target") target_dir = v;
         else if (k == "--drafter") drafter_dir = v;
@@ -59,7 +61,7 @@ int main(int argc, char** argv) {
         else return false;
         return true;
       },
-      {"--profile-decode"});
+      {"--profile-decode", "--prefill-only"});
   if (!flags_ok) return 2;
   auto backend = ops::make_backend(device);
   ops::Backend& be = *backend;

@@ -485,14 +485,15 @@ std::vector<OpCase> op_cases(DType dtype) {
 
   // ---- matmul_silu_glu: the gate_up projection and silu_glu in one call.
   // CUDA folds decode and verify rows (Qwen3-8B's 12288; 40 rows on the
-  // 64-row tile) straight into out; an unsplit small projection goes through
-  // gate_up in runs of 64; an intermediate size that is no multiple of 64
-  // through the two ops.
+  // 64-row tile) straight into out; 200 rows (the 128-row tile, the second
+  // row tile partial) and an unsplit small projection go through gate_up in
+  // runs of 64; an intermediate size that is no multiple of 64 through the
+  // two ops.
   struct Glu {
     int64_t n, in, inter;
   };
-  for (Glu g : {Glu{1, 4096, 12288}, Glu{16, 4096, 12288}, Glu{40, 4096, 12288}, Glu{7, 2048, 3072},
-                Glu{16, 384, 1152}, Glu{5, 1024, 96}}) {
+  for (Glu g : {Glu{1, 4096, 12288}, Glu{16, 4096, 12288}, Glu{40, 4096, 12288}, Glu{200, 4096, 12288},
+                Glu{7, 2048, 3072}, Glu{16, 384, 1152}, Glu{5, 1024, 96}}) {
     OpCase c{.op = Op::MatmulSiluGlu, .n = g.n, .dim = g.in, .out = g.inter};
     c.name = "matmul_silu_glu_n" + S(g.n) + "_" + S(g.in) + "x" + S(g.inter);
     add(c);
