@@ -480,12 +480,15 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
   };
 
   float acc[S::MT][S::NT][4];
+  const auto zero_acc = [&] {
 #pragma unroll
-  for (int i = 0; i < S::MT; ++i)
+    for (int i2 = 0; i2 < S::MT; ++i2)
 #pragma unroll
-    for (int j = 0; j < S::NT; ++j)
+      for (int j = 0; j < S::NT; ++j)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+        for (int e = 0; e < 4; ++e) acc[i2][j][e] = 0.f;
+  };
+  zero_acc();
   // FP8: the bf16 pair 2^(120 + e) for the row of each of this lane's n tiles (fp8_pair).
   uint32_t scale2[FP8 ? S::NT : 1];
   if constexpr (FP8) {
@@ -612,14 +615,6 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
         in_slice = 0;
       }
     }
-  };
-  const auto zero_acc = [&] {
-#pragma unroll
-    for (int i2 = 0; i2 < S::MT; ++i2)
-#pragma unroll
-      for (int j = 0; j < S::NT; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[i2][j][e] = 0.f;
   };
 
   // Element (i2, j, e) of this thread's fragments sits at row m, column n.
