@@ -54,8 +54,12 @@ using bf16 = __nv_bfloat16;
 // (FD_GEMM_WGMMA 0: no wgmma); programmatic
 // dependent launch; the L2 prefetch of weight copies (256 B: each weight
 // row's next tile is on its way with the current one); persistent producer
-// kernels outside Split mode (FD_GEMM_PERSISTENT 0: a block a tile). None of
-// them changes a bit of the result.
+// kernels outside Split mode (FD_GEMM_PERSISTENT 0: a block a tile); the
+// 128-row wgmma tile's running totals of its first FD_GEMM_REG_TOTAL_NT n
+// tiles (of 16) kept in registers instead of shared memory (0: all shared;
+// 8 compiles to 150 registers, 16 to 168, no spills; not yet measured:
+// bench/gemm_notes.md, "Persistent wgmma tiles"). None of them changes a
+// bit of the result.
 #ifndef FD_GEMM_STAGES
 #define FD_GEMM_STAGES 4
 #endif
@@ -97,6 +101,9 @@ using bf16 = __nv_bfloat16;
 #endif
 #ifndef FD_GEMM_PDL
 #define FD_GEMM_PDL 1
+#endif
+#ifndef FD_GEMM_REG_TOTAL_NT
+#define FD_GEMM_REG_TOTAL_NT 0
 #endif
 #ifndef FD_GEMM_PERSISTENT
 #define FD_GEMM_PERSISTENT 1
@@ -499,7 +506,12 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
     }
   }
   float* total = reinterpret_cast<float*>(smem + S::kSmemBytes) + tid;  // Folded mode only
-  const auto total_at = [&](int i, int j, int e) -> float& { return total[((i * S::NT + j) * 4 + e) * S::kThreads]; };
+  constexpr int kRegNT = S::WGMMA && S::WM == 8 && MODE == Mode::Folded ? FD_GEMM_REG_TOTAL_NT : 0;
+  float treg[S::MT][kRegNT > 0 ? kRegNT : 1][4];
+  const auto total_at = [&](int i, int j, int e) -> float& {
+    if (j < kRegNT) return treg[i][j][e];
+    return total[((i * S::NT + j) * 4 + e) * S::kThreads];
+  };
 
   // One stage's tile into the accumulators: wgmma (a warpgroup's 64 rows by
   // the whole w tile) or the mma.sync chain.
