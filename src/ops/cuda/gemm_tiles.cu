@@ -646,8 +646,8 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
       for (int j = 0; j < S::NT; ++j)
 #pragma unroll
         for (int e = 0; e < 4; e += 2) {
-          const int m = row_of(i2, e), n = col_of(j, e);
-          if (m >= M) continue;
+          const int m = row_of(i2, e), n = col_of(j, e);  // n even: n + 1 may still be past N
+          if (m >= M || n >= N) continue;
           Y* at = y + static_cast<int64_t>(m) * a.ldy + n;
           const Y v0 = gemm::finish<Y>(acc[i2][j][e], a.bias, a.bias_f32, n);
           if (pairs && n + 1 < N) {
@@ -656,7 +656,7 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
             both.y = gemm::finish<Y>(acc[i2][j][e + 1], a.bias, a.bias_f32, n + 1);
             *reinterpret_cast<Pair*>(at) = both;
           } else {
-            if (n < N) at[0] = v0;
+            at[0] = v0;
             if (n + 1 < N) at[1] = gemm::finish<Y>(acc[i2][j][e + 1], a.bias, a.bias_f32, n + 1);
           }
         }
