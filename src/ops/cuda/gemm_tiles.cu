@@ -145,8 +145,13 @@ struct Shape {
   static constexpr int kXBytes = BM * BK * 2, kStageBytes = kXBytes + BN * BK * W_BYTES;
   static constexpr int kSmemBytes = STAGES * kStageBytes;
   // Folded mode keeps each thread's running total in shared memory (words
-  // [element][thread], conflict-free) rather than in a second set of registers.
-  static constexpr int kTotalBytes = kThreads * MT * NT * 4 * 4;
+  // [element][thread], conflict-free) rather than in a second set of
+  // registers (but for kRegNT n tiles, below).
+  // The 128-row wgmma tile can keep its first kRegNT n tiles' totals in
+  // registers instead (FD_GEMM_REG_TOTAL_NT), and needs room for the rest only.
+  static constexpr int kRegNT = WGMMA && WM == 8 ? FD_GEMM_REG_TOTAL_NT : 0;
+  static_assert(kRegNT >= 0 && kRegNT <= NT, "FD_GEMM_REG_TOTAL_NT: 0 to 16");
+  static constexpr int kTotalBytes = kThreads * MT * (NT - kRegNT) * 4 * 4;
   // Split mode's partial tile, in the stages' memory once the pipeline is done.
   static constexpr int kPartialLd = BN + 4;
   static constexpr int kSplitSmemBytes = BM * kPartialLd * 4 > kSmemBytes ? BM * kPartialLd * 4 : kSmemBytes;
@@ -506,11 +511,11 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
     }
   }
   float* total = reinterpret_cast<float*>(smem + S::kSmemBytes) + tid;  // Folded mode only
-  constexpr int kRegNT = S::WGMMA && S::WM == 8 && MODE == Mode::Folded ? FD_GEMM_REG_TOTAL_NT : 0;
+  constexpr int kRegNT = MODE == Mode::Folded ? S::kRegNT : 0, kSmemNT = S::NT - S::kRegNT;
   float treg[S::MT][kRegNT > 0 ? kRegNT : 1][4];
   const auto total_at = [&](int i, int j, int e) -> float& {
     if (j < kRegNT) return treg[i][j][e];
-    return total[((i * S::NT + j) * 4 + e) * S::kThreads];
+    return total[((i * kSmemNT + j - kRegNT) * 4 + e) * S::kThreads];
   };
 
   // One stage's tile into the accumulators: wgmma (a warpgroup's 64 rows by
