@@ -865,11 +865,12 @@ template <class S, class Y, Mode MODE, bool TILED, Epilogue EPI = Epilogue::Stor
 void launch_mode(const GemmArgs& a, int slices, cudaStream_t stream) {
   auto* kernel = gemm_kernel<S, Y, MODE, TILED, EPI, FP8>;
   const int smem = configure<S, Y, MODE, TILED, EPI, FP8>();
-  int64_t tiles = ((a.m + S::BM - 1) / S::BM) * static_cast<int64_t>((a.n + S::BN - 1) / S::BN);
-  // The producer kernels outside Split mode are persistent (gemm_kernel).
+  // A block a tile, except that the producer kernels outside Split mode are
+  // persistent (gemm_kernel): no more blocks than fit at once.
+  int64_t blocks = ((a.m + S::BM - 1) / S::BM) * static_cast<int64_t>((a.n + S::BN - 1) / S::BN);
   if (S::PRODUCER && TILED && MODE != Mode::Split && FD_GEMM_PERSISTENT)
-    tiles = std::min(tiles, resident_blocks<S, Y, MODE, TILED, EPI, FP8>(smem));
-  const dim3 grid(static_cast<unsigned>(tiles), MODE == Mode::Split ? static_cast<unsigned>(slices) : 1u);
+    blocks = std::min(blocks, resident_blocks<S, Y, MODE, TILED, EPI, FP8>(smem));
+  const dim3 grid(static_cast<unsigned>(blocks), MODE == Mode::Split ? static_cast<unsigned>(slices) : 1u);
   cudaLaunchConfig_t config{};
   config.gridDim = grid;
   config.blockDim = dim3(S::kBlockThreads);
