@@ -30,6 +30,8 @@
 
 #include <cstdint>
 
+#include "ops/cuda/wgmma.cuh"
+
 namespace flashdraft::ops::cuda::gemm {
 
 // k's per pipeline tile of the kernels (two chain blocks); slices are whole tiles.
@@ -73,14 +75,8 @@ __host__ __device__ constexpr int chain_k(int half, int logical) {
 // (a0..a3 of one of its two mmas), B by a shared-memory descriptor over a
 // tiled weight's half (matmul_tiles.h: core matrices 128 bytes apart along k,
 // 256 along n), each half holding that mma's 16 k's (chain_k). Same bits as
-// the mma.sync chain (bench/wgmma_probe.cu). Only sm_90a has wgmma: these are
-// declared for its device pass and the host pass (which compiles no device
-// bodies); FD_HAVE_WGMMA says whether a device pass may call them.
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define FD_HAVE_WGMMA 1
-#else
-#define FD_HAVE_WGMMA 0
-#endif
+// the mma.sync chain (bench/wgmma_probe.cu). Only sm_90a has wgmma
+// (FD_HAVE_WGMMA, wgmma.cuh).
 #if FD_HAVE_WGMMA || !defined(__CUDA_ARCH__)
 __device__ __forceinline__ uint64_t wgmma_desc(uint32_t addr) {
   constexpr uint64_t kLbo = 128, kSbo = 256;  // core matrices along k, along n

@@ -56,10 +56,10 @@ using bf16 = __nv_bfloat16;
 // row's next tile is on its way with the current one); persistent producer
 // kernels outside Split mode (FD_GEMM_PERSISTENT 0: a block a tile); the
 // 128-row wgmma tile's running totals of its first FD_GEMM_REG_TOTAL_NT n
-// tiles (of 16) kept in registers instead of shared memory (0: all shared;
-// 8 compiles to 150 registers, 16 to 168, no spills; not yet measured:
-// bench/gemm_notes.md, "Persistent wgmma tiles"). None of them changes a
-// bit of the result.
+// tiles (of 16) kept in registers instead of shared memory (8, 150
+// registers: 1-4% faster at M = 2048 than 0 or 16 on the H200, and 16 with
+// the freed shared memory as two more stages slower; bench/gemm_notes.md,
+// "Register totals"). None of them changes a bit of the result.
 #ifndef FD_GEMM_STAGES
 #define FD_GEMM_STAGES 4
 #endif
@@ -103,7 +103,7 @@ using bf16 = __nv_bfloat16;
 #define FD_GEMM_PDL 1
 #endif
 #ifndef FD_GEMM_REG_TOTAL_NT
-#define FD_GEMM_REG_TOTAL_NT 0
+#define FD_GEMM_REG_TOTAL_NT 8
 #endif
 #ifndef FD_GEMM_PERSISTENT
 #define FD_GEMM_PERSISTENT 1

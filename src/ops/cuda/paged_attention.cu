@@ -1,5 +1,6 @@
 // Paged attention on sm_90: one tensor-core kernel (mma.sync m16n8k16 bf16,
-// f32 accumulate) for decode, verify/drafter blocks and prefill.
+// f32 accumulate; wgmma for prefill, the same arithmetic) for decode,
+// verify/drafter blocks and prefill.
 //
 // Work decomposition. GQA heads that share a kv head are packed into the M
 // dimension together with the query rows (m = row * group + head_in_group), so
@@ -12,7 +13,9 @@
 //                                   else 4 x 1 (at batch 1 mostly one CTA a
 //                                   multiprocessor); 1 x 4 for short keys
 //                                   when 16-entry tiles fill the GPU
-//   M > 64 (prefill)                8 x 1: 128 entries a CTA halve the K/V re-reads
+//   M > 64 (prefill)                8 x 1: 128 entries a CTA halve the K/V re-reads;
+//                                   its products by wgmma, a warpgroup per 64
+//                                   entries, which gives mma.sync's bits (wgmma.cuh)
 //
 // Batch invariance (greedy DFlash must equal plain decoding): a row's output
 // may not depend on the call's other rows, so its arithmetic is one fixed
@@ -21,7 +24,7 @@
 // a split the row runs an online softmax over 64-key tiles in key order, from a fresh state; the
 // splits' results are then merged by one left fold in ascending split order
 // (fold_weights / fold_acc below), empty splits skipped. Where that fold runs is free: a CTA that owns a row's whole
-// key range folds in registers (or shared memory) as the pipeline crosses each
+// key range folds in registers as the pipeline crosses each
 // split boundary and writes the output; when the key range is cut into several
 // CTA groups for parallelism (small batches), each CTA writes its splits'
 // partial states and the reduce kernel runs the same fold. Tiles a row cannot
@@ -43,6 +46,7 @@
 #include "core/error.h"
 #include "ops/cuda/common.cuh"
 #include "ops/cuda/paged_attention.h"
+#include "ops/cuda/wgmma.cuh"
 
 namespace flashdraft::ops::cuda {
 namespace {
@@ -197,6 +201,19 @@ template <int HD>
 __device__ __forceinline__ int swz(int row, int chunk) {
   return row * HD + ((chunk ^ (row & 7)) << 3);
 }
+// The byte offset of 16-byte chunk `chunk` of row `row` in a Q or K/V tile
+// of `rows` rows. Most layouts keep a row's HD elements together (swz). The
+// prefill layout's tiles are wgmma operands, 128-byte-swizzled (wgmma.cuh):
+// rows of 64 elements, so a tile is HD / 64 blocks of `rows` such rows one
+// after the other, a row's chunks XOR-ed with row % 8 as swz does. At HD 64
+// the two are the same.
+template <int HD, bool kBlocks64>
+__device__ __forceinline__ uint32_t tile_off(int row, int chunk, int rows) {
+  if constexpr (kBlocks64)
+    return static_cast<uint32_t>(((chunk >> 3) * rows + row) * 128 + (((chunk & 7) ^ (row & 7)) << 4));
+  else
+    return static_cast<uint32_t>(swz<HD>(row, chunk)) * 2u;
+}
 
 // The split merge, shared by the attention kernel (fold mode) and the reduce
 // kernel so that both give the same bits: a left fold over a row's splits in
@@ -252,15 +269,16 @@ struct Cfg {
   static constexpr int DTW = DT / WK;  // ... per warp
   static constexpr int QK = HD / 16;   // k-steps of Q.K^T
   static constexpr int CH = HD / 8;    // 16-byte chunks per row
-  // The prefill layout (8 warp rows) keeps its fold accumulators in shared
-  // memory: next to its P.V accumulators they would not fit in registers.
-  static constexpr bool kFoldSmem = WM >= 8;
+  // The prefill layout (8 x 1) runs its products on wgmma where the device
+  // pass has it, a warpgroup per 64 entries (see the kernel); its Q and K/V
+  // tiles are laid out as wgmma's operands in every pass (tile_off), so the
+  // host and each device pass agree on its shared memory.
+  static constexpr bool kWgLayout = WM == 8 && WK == 1;
   // Q fragments stay in registers unless that would crowd out the
   // accumulators; then they are reloaded from shared memory for every tile.
-  static constexpr bool kQInRegs = (kFoldSmem ? DT * 4 : 2 * DTW * 4) + QK * 4 + NTW * 4 <= 160;
+  static constexpr bool kQInRegs = 2 * DTW * 4 + QK * 4 + NTW * 4 <= 160;
   static constexpr int kSmemQ = BM * HD * 2;
   static constexpr int kSmemStage = 2 * kBN * HD * 2;
-  static constexpr int kSmemFold = kFoldSmem ? BM * HD * 4 : 0;
   static constexpr int kSmemP = WK > 1 ? BM * kBN * 2 : 0;
   static constexpr int kSmemRed = WK > 1 ? (WK * BM + WK * WM * 32 * 2) * 4 : 0;
   // Block ids of the tiles ahead come through shared memory (a ring like
@@ -270,7 +288,9 @@ struct Cfg {
   // keeps looking them up into a register one tile ahead.
   static constexpr bool kIdsInSmem = !(HD == 128 && WM == 4 && WK == 1);
   static constexpr int kSmemIds = kIdsInSmem ? kStages * kBN * 4 : 0;
-  static constexpr int kSmem = kSmemQ + kStages * kSmemStage + kSmemFold + kSmemP + kSmemRed + kSmemIds;
+  // wgmma's swizzled operands need 1024-byte-aligned tiles: room to align the base.
+  static constexpr int kSmemAlign = kWgLayout ? 1024 : 0;
+  static constexpr int kSmem = kSmemQ + kStages * kSmemStage + kSmemP + kSmemRed + kSmemIds + kSmemAlign;
   static constexpr int kCtasPerSm = max_ctas_per_sm(NW, STAGES);
   static_assert(NT % WK == 0 && DT % (2 * WK) == 0 && (NTW % 2 == 0), "warp split must keep whole quarters");
 };
@@ -284,16 +304,27 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
   constexpr int kThreads = C::kThreads;
   constexpr int NQ = NTW / 2;  // 16-key quarters of a tile per warp
 
-  extern __shared__ __align__(128) unsigned char smem[];
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  unsigned char* smem = smem_raw;
+  if constexpr (C::kWgLayout) smem += (1024u - (smem_u32(smem_raw) & 1023u)) & 1023u;
+  // The products by wgmma: the prefill layout on an sm_90a pass.
+  constexpr bool kWgmma = C::kWgLayout && FD_HAVE_WGMMA;
+  constexpr bool kWgL = C::kWgLayout;
   bf16* sQ = reinterpret_cast<bf16*>(smem);
   bf16* sK = reinterpret_cast<bf16*>(smem + C::kSmemQ);
   bf16* sV = sK + kStages * kBN * HD;
   unsigned char* after_ring = smem + C::kSmemQ + kStages * C::kSmemStage;
-  float* sF = reinterpret_cast<float*>(after_ring);
-  bf16* sP = reinterpret_cast<bf16*>(after_ring + C::kSmemFold);
-  float* red_m = reinterpret_cast<float*>(after_ring + C::kSmemFold + C::kSmemP);  // [WK][BM]
+  bf16* sP = reinterpret_cast<bf16*>(after_ring);
+  float* red_m = reinterpret_cast<float*>(after_ring + C::kSmemP);  // [WK][BM]
   float* red_q = red_m + WK * BM;                                                  // [WK][WM][32][2]
-  const int32_t* s_ids = reinterpret_cast<const int32_t*>(after_ring + C::kSmemFold + C::kSmemP + C::kSmemRed);
+  const int32_t* s_ids = reinterpret_cast<const int32_t*>(after_ring + C::kSmemP + C::kSmemRed);
+  // The shared address of chunk `chunk` of row `row` of a Q or K/V tile of `rows` rows (tile_off).
+  auto tile_addr = [](const bf16* tile, int row, int chunk, int rows) -> uint32_t {
+    if constexpr (kWgL)
+      return smem_u32(tile) + tile_off<HD, true>(row, chunk, rows);
+    else
+      return smem_u32(tile + swz<HD>(row, chunk));
+  };
 
   // Let the split reduce (a programmatic dependent launch) get scheduled as
   // soon as the last CTA of this grid is resident; it waits for our writes.
@@ -399,7 +430,7 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
       const int ml = i / CH, c = i % CH, m = m0 + ml;
       const bool ok = m < M;
       const bf16* src = ok ? qbase + (row0 + m / G) * p.q_ld + (m % G) * HD + c * 8 : p.q;
-      cp_async16(smem_u32(sQ + swz<HD>(ml, c)), src, ok ? 16 : 0);
+      cp_async16(tile_addr(sQ, ml, c, BM), src, ok ? 16 : 0);
     }
   }
 
@@ -420,7 +451,7 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
   uint32_t stage_off[kRowsPerLane];
 #pragma unroll
   for (int ps = 0; ps < kRowsPerLane; ++ps)
-    stage_off[ps] = static_cast<uint32_t>(swz<HD>(warp * RW + ps * RP + lane_r, lane_c)) * 2u;
+    stage_off[ps] = tile_off<HD, kWgL>(warp * RW + ps * RP + lane_r, lane_c, kBN);
   const uint32_t sk_base = smem_u32(sK), sv_base = smem_u32(sV);
   // Lane l < RW looks up key RW*warp + l of a tile. The id goes to shared
   // memory by cp.async in the commit group of the tile kStages - 1 before, so
@@ -464,8 +495,9 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
   int next_blk = 0;  // without the ring: the next tile's id, looked up one tile ahead
   if constexpr (!C::kIdsInSmem) next_blk = first_blk[kStages - 1];
 
-  // A warp whose 16 entries all lie past the sequence only loads (and meets the barriers).
-  const bool live = m0 + wm * 16 <= m_last;
+  // A warp whose 16 entries all lie past the sequence only loads (and meets
+  // the barriers); with wgmma, a warpgroup whose 64 do (its warps multiply together).
+  const bool live = kWgmma ? m0 + (wm / 4) * 64 <= m_last : m0 + wm * 16 <= m_last;
   // Positions of this thread's two M rows (padding rows borrow the last real one).
   const int ra = wm * 16 + (lane >> 2);  // this thread's first row within the CTA (the second: ra + 8)
   const int ma = min(m0 + ra, m_last);
@@ -485,19 +517,13 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
     l_run[0] = l_run[1] = 0.f;
   };
   reset_split();
-  // Fold state (fold mode): registers, or this thread's own words of sF.
+  // Fold state (fold mode).
   float m_acc[2] = {kNegInf, kNegInf}, l_acc[2] = {0.f, 0.f};
   float facc[DTW][4];
-  auto F = [&](int d, int e) -> float& {
-    if constexpr (C::kFoldSmem)
-      return sF[((warp * DTW + d) * 4 + e) * 32 + lane];
-    else
-      return facc[d][e];
-  };
 #pragma unroll
   for (int d = 0; d < DTW; ++d)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) F(d, e) = 0.f;
+    for (int e = 0; e < 4; ++e) facc[d][e] = 0.f;
 
   // End of a split: the row's sum over the quad, then either the fold or the partial slot.
   auto finish_split = [&](int slot) {
@@ -526,8 +552,8 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
         if (fold_weights(m_acc[i], l_acc[i], m_run[i], l_run[i], a, b)) {
 #pragma unroll
           for (int d = 0; d < DTW; ++d) {
-            F(d, 2 * i) = fold_acc(F(d, 2 * i), a, o[d][2 * i], b);
-            F(d, 2 * i + 1) = fold_acc(F(d, 2 * i + 1), a, o[d][2 * i + 1], b);
+            facc[d][2 * i] = fold_acc(facc[d][2 * i], a, o[d][2 * i], b);
+            facc[d][2 * i + 1] = fold_acc(facc[d][2 * i + 1], a, o[d][2 * i + 1], b);
           }
         }
       }
@@ -536,7 +562,7 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
   };
 
   auto load_q = [&](int ks) {
-    ldsm_x4(smem_u32(sQ + swz<HD>(wm * 16 + (lane & 15), ks * 2 + (lane >> 4))), qf[ks][0], qf[ks][1], qf[ks][2],
+    ldsm_x4(tile_addr(sQ, wm * 16 + (lane & 15), ks * 2 + (lane >> 4), BM), qf[ks][0], qf[ks][1], qf[ks][2],
             qf[ks][3]);
   };
   int cur_slot = slot0;
@@ -548,6 +574,9 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
   int next_split_key = p.splits.begin(split + 1);
   for (int t = 0; t < n_tiles; ++t) {
     cp_async_wait<kStages - 2>();
+    // cp.async wrote the tile (and Q) through the generic proxy, wgmma reads
+    // them through the async one: each thread fences its own copies first.
+    if constexpr (kWgmma) asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     __syncthreads();  // tile t landed for all; everyone is done with tile t - 1's buffers
     {
       const int tn = t + kStages - 1;
@@ -580,18 +609,34 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
       // S = Q K^T for this warp's 16 M rows x its n-tiles, k-steps in order for every n-tile.
 #pragma unroll
       for (int n = 0; n < NTW; ++n) sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.f;
+      if constexpr (kWgmma) {
+#if FD_HAVE_WGMMA
+        // The warpgroup's 64 rows x the tile's 64 keys, the same k-steps in
+        // the same order (its accumulators are sc in the mma.sync layout).
+        // k-step ks reads bytes [32 (ks % 4), +32) of block ks / 4's rows.
+        float(&s_all)[NTW * 4] = reinterpret_cast<float(&)[NTW * 4]>(sc);
+        const uint32_t qa = smem_u32(sQ) + static_cast<uint32_t>((wm / 4) * 64 * 128);
+        wgmma::fence();
 #pragma unroll
-      for (int kk = 0; kk < QK / 2; ++kk) {
-        if constexpr (!C::kQInRegs) {
-          load_q(2 * kk);
-          load_q(2 * kk + 1);
-        }
+        for (int ks = 0; ks < QK; ++ks)
+          wgmma::wgmma_m64n64k16_ss(s_all, wgmma::desc_sw128(qa + (ks / 4) * BM * 128 + (ks % 4) * 32, 16, 1024),
+                                    wgmma::desc_sw128(smem_u32(tk) + (ks / 4) * kBN * 128 + (ks % 4) * 32, 16, 1024));
+        wgmma::commit_and_wait();
+#endif
+      } else {
 #pragma unroll
-        for (int n = 0; n < NTW; ++n) {
-          uint32_t b0, b1, b2, b3;
-          ldsm_x4(smem_u32(tk + swz<HD>((nt0 + n) * 8 + (lane & 7), kk * 4 + (lane >> 3))), b0, b1, b2, b3);
-          mma_bf16(sc[n], qf[2 * kk][0], qf[2 * kk][1], qf[2 * kk][2], qf[2 * kk][3], b0, b1);
-          mma_bf16(sc[n], qf[2 * kk + 1][0], qf[2 * kk + 1][1], qf[2 * kk + 1][2], qf[2 * kk + 1][3], b2, b3);
+        for (int kk = 0; kk < QK / 2; ++kk) {
+          if constexpr (!C::kQInRegs) {
+            load_q(2 * kk);
+            load_q(2 * kk + 1);
+          }
+#pragma unroll
+          for (int n = 0; n < NTW; ++n) {
+            uint32_t b0, b1, b2, b3;
+            ldsm_x4(tile_addr(tk, (nt0 + n) * 8 + (lane & 7), kk * 4 + (lane >> 3), kBN), b0, b1, b2, b3);
+            mma_bf16(sc[n], qf[2 * kk][0], qf[2 * kk][1], qf[2 * kk][2], qf[2 * kk][3], b0, b1);
+            mma_bf16(sc[n], qf[2 * kk + 1][0], qf[2 * kk + 1][1], qf[2 * kk + 1][2], qf[2 * kk + 1][3], b2, b3);
+          }
         }
       }
       // Mask by position with a select; the row maximum is taken on raw scores
@@ -698,24 +743,50 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
       // O += P V over this warp's d-tiles, k-steps in key order. A single warp
       // packs P from its S accumulators (the layout of two n-tiles is the A
       // layout of one k-step); shared warps load the same bf16 values.
+      if constexpr (kWgmma) {
+#if FD_HAVE_WGMMA
+        // The warpgroup's 64 rows x all HD columns: k-step kk is V's rows
+        // [16 kk, +16), MN-major (each 64-column block's rows 128 bytes apart).
+        uint32_t pf[KS][4];
 #pragma unroll
-      for (int kk = 0; kk < KS; ++kk) {
-        uint32_t a0, a1, a2, a3;
-        if constexpr (WK == 1) {
-          a0 = pack_bf16(sc[2 * kk][0], sc[2 * kk][1]);
-          a1 = pack_bf16(sc[2 * kk][2], sc[2 * kk][3]);
-          a2 = pack_bf16(sc[2 * kk + 1][0], sc[2 * kk + 1][1]);
-          a3 = pack_bf16(sc[2 * kk + 1][2], sc[2 * kk + 1][3]);
-        } else {
-          ldsm_x4(smem_u32(sP + swz<kBN>(wm * 16 + (lane & 15), 2 * kk + (lane >> 4))), a0, a1, a2, a3);
+        for (int kk = 0; kk < KS; ++kk) {
+          pf[kk][0] = pack_bf16(sc[2 * kk][0], sc[2 * kk][1]);
+          pf[kk][1] = pack_bf16(sc[2 * kk][2], sc[2 * kk][3]);
+          pf[kk][2] = pack_bf16(sc[2 * kk + 1][0], sc[2 * kk + 1][1]);
+          pf[kk][3] = pack_bf16(sc[2 * kk + 1][2], sc[2 * kk + 1][3]);
         }
-        const int vrow = kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+        float(&o_all)[DTW * 4] = reinterpret_cast<float(&)[DTW * 4]>(o);
+        wgmma::fence();
 #pragma unroll
-        for (int dd = 0; dd < DTW / 2; ++dd) {
-          uint32_t b0, b1, b2, b3;
-          ldsm_x4_t(smem_u32(tv + swz<HD>(vrow, (dt0 / 2 + dd) * 2 + (lane >> 4))), b0, b1, b2, b3);
-          mma_bf16(o[2 * dd], a0, a1, a2, a3, b0, b1);
-          mma_bf16(o[2 * dd + 1], a0, a1, a2, a3, b2, b3);
+        for (int kk = 0; kk < KS; ++kk) {
+          const uint64_t vd = wgmma::desc_sw128(smem_u32(tv) + kk * 16 * 128, kBN * 128, 1024);
+          if constexpr (HD == 128)
+            wgmma::wgmma_m64n128k16_rs_mn(o_all, pf[kk][0], pf[kk][1], pf[kk][2], pf[kk][3], vd);
+          else
+            wgmma::wgmma_m64n64k16_rs_mn(o_all, pf[kk][0], pf[kk][1], pf[kk][2], pf[kk][3], vd);
+        }
+        wgmma::commit_and_wait();
+#endif
+      } else {
+#pragma unroll
+        for (int kk = 0; kk < KS; ++kk) {
+          uint32_t a0, a1, a2, a3;
+          if constexpr (WK == 1) {
+            a0 = pack_bf16(sc[2 * kk][0], sc[2 * kk][1]);
+            a1 = pack_bf16(sc[2 * kk][2], sc[2 * kk][3]);
+            a2 = pack_bf16(sc[2 * kk + 1][0], sc[2 * kk + 1][1]);
+            a3 = pack_bf16(sc[2 * kk + 1][2], sc[2 * kk + 1][3]);
+          } else {
+            ldsm_x4(smem_u32(sP + swz<kBN>(wm * 16 + (lane & 15), 2 * kk + (lane >> 4))), a0, a1, a2, a3);
+          }
+          const int vrow = kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+#pragma unroll
+          for (int dd = 0; dd < DTW / 2; ++dd) {
+            uint32_t b0, b1, b2, b3;
+            ldsm_x4_t(tile_addr(tv, vrow, (dt0 / 2 + dd) * 2 + (lane >> 4), kBN), b0, b1, b2, b3);
+            mma_bf16(o[2 * dd], a0, a1, a2, a3, b0, b1);
+            mma_bf16(o[2 * dd + 1], a0, a1, a2, a3, b2, b3);
+          }
         }
       }
     }
@@ -743,7 +814,7 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
 #pragma unroll
     for (int d = 0; d < DTW; ++d)
       *reinterpret_cast<__nv_bfloat162*>(dst + d * 8) =
-          __floats2bfloat162_rn(fold_result(F(d, 2 * i), l_acc[i]), fold_result(F(d, 2 * i + 1), l_acc[i]));
+          __floats2bfloat162_rn(fold_result(facc[d][2 * i], l_acc[i]), fold_result(facc[d][2 * i + 1], l_acc[i]));
   }
 }
 
