@@ -45,6 +45,7 @@
 
 #include "core/error.h"
 #include "ops/cuda/common.cuh"
+#include "ops/cuda/mbarrier.cuh"
 #include "ops/cuda/paged_attention.h"
 #include "ops/cuda/wgmma.cuh"
 
@@ -121,6 +122,9 @@ SplitTiers uniform_tiers(int keys) {
 // K/V ring depth: 3 stages fit two 4-warp CTAs per SM. (Measured on H100: a
 // 6-stage ring with one CTA per SM for small split batches was 2-7% slower.)
 constexpr int kStagesShared = 3;
+// The prefill layout (8 x 1, one CTA a multiprocessor) runs a 4-stage ring:
+// its warpgroups take turns and issue a tile's copies three tiles ahead.
+constexpr int stages_of(int wm, int wk) { return wm == 8 && wk == 1 ? 4 : kStagesShared; }
 constexpr float kNegInf = -INFINITY;
 
 struct Params {
@@ -286,11 +290,16 @@ struct Cfg {
   // 255 registers, the ring's addressing took its spills from 8 to 56 bytes
   // and its 16-row blocks 5-10% slower (bench_attention_notes.md), so it
   // keeps looking them up into a register one tile ahead.
-  static constexpr bool kIdsInSmem = !(HD == 128 && WM == 4 && WK == 1);
+  // (So does the prefill layout, whose warpgroups do not meet at every tile.)
+  static constexpr bool kIdsInSmem = !(HD == 128 && WM == 4 && WK == 1) && !kWgLayout;
   static constexpr int kSmemIds = kIdsInSmem ? kStages * kBN * 4 : 0;
+  // The prefill layout's stage barriers: "full" and "empty" a stage (the kernel).
+  static constexpr int kSmemBars = kWgLayout ? 2 * kStages * 8 : 0;
   // wgmma's swizzled operands need 1024-byte-aligned tiles: room to align the base.
   static constexpr int kSmemAlign = kWgLayout ? 1024 : 0;
-  static constexpr int kSmem = kSmemQ + kStages * kSmemStage + kSmemP + kSmemRed + kSmemIds + kSmemAlign;
+  static constexpr int kSmem =
+      kSmemQ + kStages * kSmemStage + kSmemP + kSmemRed + kSmemIds + kSmemBars + kSmemAlign;
+  static_assert(!kWgLayout || kStages >= 4, "the prefill layout's ring needs 4 stages (see the kernel)");
   static constexpr int kCtasPerSm = max_ctas_per_sm(NW, STAGES);
   static_assert(NT % WK == 0 && DT % (2 * WK) == 0 && (NTW % 2 == 0), "warp split must keep whole quarters");
 };
@@ -318,6 +327,8 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
   float* red_m = reinterpret_cast<float*>(after_ring + C::kSmemP);  // [WK][BM]
   float* red_q = red_m + WK * BM;                                                  // [WK][WM][32][2]
   const int32_t* s_ids = reinterpret_cast<const int32_t*>(after_ring + C::kSmemP + C::kSmemRed);
+  uint64_t* full = reinterpret_cast<uint64_t*>(after_ring + C::kSmemP + C::kSmemRed + C::kSmemIds);  // [kStages]
+  uint64_t* empty = full + kStages;                                                                // [kStages]
   // The shared address of chunk `chunk` of row `row` of a Q or K/V tile of `rows` rows (tile_off).
   auto tile_addr = [](const bf16* tile, int row, int chunk, int rows) -> uint32_t {
     if constexpr (kWgL)
@@ -486,6 +497,24 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
     }
   };
 
+  // With wgmma the two warpgroups do not meet at every tile: each takes its
+  // turn at the tensor cores (ping-pong, below) while the other runs its
+  // softmax, so the K/V ring is tracked by mbarriers. A stage is "full" when
+  // every thread's copies into it have landed (each thread waits for its own
+  // and fences them for wgmma, whose reads go through the async proxy, then
+  // arrives), and "empty" when every thread is done with its tile. A tile's
+  // copies are issued 3 tiles ahead, halfway through a tile, and announced
+  // 2 tiles ahead, so neither warpgroup waits for the other's half tile.
+  if constexpr (kWgmma) {
+    if (tid == 0) {
+#pragma unroll
+      for (int st = 0; st < kStages; ++st) {
+        mbar_init(full + st, kThreads);
+        mbar_init(empty + st, kThreads);
+      }
+    }
+    __syncthreads();
+  }
 #pragma unroll
   for (int st = 0; st < kStages - 1; ++st) {
     if (st < n_tiles) issue_tile(st, first_blk[st]);
@@ -494,6 +523,12 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
   }
   int next_blk = 0;  // without the ring: the next tile's id, looked up one tile ahead
   if constexpr (!C::kIdsInSmem) next_blk = first_blk[kStages - 1];
+  if constexpr (kWgmma) {
+    cp_async_wait<kStages - 3>();  // Q and tiles 0 and 1
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    mbar_arrive(full + 0);
+    mbar_arrive(full + 1);
+  }
 
   // A warp whose 16 entries all lie past the sequence only loads (and meets
   // the barriers); with wgmma, a warpgroup whose 64 do (its warps multiply together).
@@ -572,24 +607,32 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
   // at batch 1 and 8k 25.0 -> 22.6 us; bench_attention_notes.md).
   int split = p.splits.of(k_begin);
   int next_split_key = p.splits.begin(split + 1);
-  for (int t = 0; t < n_tiles; ++t) {
-    cp_async_wait<kStages - 2>();
-    // cp.async wrote the tile (and Q) through the generic proxy, wgmma reads
-    // them through the async one: each thread fences its own copies first.
-    if constexpr (kWgmma) asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-    __syncthreads();  // tile t landed for all; everyone is done with tile t - 1's buffers
-    {
-      const int tn = t + kStages - 1;
-      if (tn < n_tiles) {
-        if constexpr (C::kIdsInSmem) {
-          issue_tile(tn, s_ids[(tn % kStages) * kBN + lane_key]);
-          fetch_ids(tn + kStages - 1);
-        } else {
-          issue_tile(tn, next_blk);
-          if (tn + 1 < n_tiles) next_blk = load_block(k_begin + (tn + 1) * kBN + lane_key);
-        }
+  // Tile tn's copies (ids from the ring or the register looked up one tile ahead), as one commit group.
+  auto issue_ahead = [&](int tn) {
+    if (tn < n_tiles) {
+      if constexpr (C::kIdsInSmem) {
+        issue_tile(tn, s_ids[(tn % kStages) * kBN + lane_key]);
+        fetch_ids(tn + kStages - 1);
+      } else {
+        issue_tile(tn, next_blk);
+        if (tn + 1 < n_tiles) next_blk = load_block(k_begin + (tn + 1) * kBN + lane_key);
       }
-      cp_async_commit();
+    }
+    cp_async_commit();
+  };
+  // Ping-pong: warpgroup w multiplies Q K^T once the other has issued its
+  // own (named barriers 1 and 2; warpgroup 1 lets 0 start). Only when both
+  // warpgroups have rows; each barrier meets as many arrivals as waits.
+  const int wg = warp / 4;
+  const bool pingpong = kWgmma && m0 + 64 <= m_last;
+  if (pingpong && wg == 1 && n_tiles > 0) asm volatile("bar.arrive 1, 256;\n" ::: "memory");
+  for (int t = 0; t < n_tiles; ++t) {
+    if constexpr (kWgmma) {
+      mbar_wait(full + t % kStages, (t / kStages) & 1);
+    } else {
+      cp_async_wait<kStages - 2>();
+      __syncthreads();  // tile t landed for all; everyone is done with tile t - 1's buffers
+      issue_ahead(t + kStages - 1);
     }
     const int kb = k_begin + t * kBN;
     const int buf = t % kStages;
@@ -615,13 +658,16 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
         // the same order (its accumulators are sc in the mma.sync layout).
         // k-step ks reads bytes [32 (ks % 4), +32) of block ks / 4's rows.
         float(&s_all)[NTW * 4] = reinterpret_cast<float(&)[NTW * 4]>(sc);
-        const uint32_t qa = smem_u32(sQ) + static_cast<uint32_t>((wm / 4) * 64 * 128);
+        const uint32_t qa = smem_u32(sQ) + static_cast<uint32_t>(wg * 64 * 128);
+        if (pingpong) asm volatile("bar.sync %0, 256;\n" ::"r"(1 + wg) : "memory");
         wgmma::fence();
 #pragma unroll
         for (int ks = 0; ks < QK; ++ks)
           wgmma::wgmma_m64n64k16_ss(s_all, wgmma::desc_sw128(qa + (ks / 4) * BM * 128 + (ks % 4) * 32, 16, 1024),
                                     wgmma::desc_sw128(smem_u32(tk) + (ks / 4) * kBN * 128 + (ks % 4) * 32, 16, 1024));
-        wgmma::commit_and_wait();
+        wgmma::commit();
+        if (pingpong && !(wg == 1 && t == n_tiles - 1)) asm volatile("bar.arrive %0, 256;\n" ::"r"(2 - wg) : "memory");
+        wgmma::wait();
 #endif
       } else {
 #pragma unroll
@@ -720,6 +766,17 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
       }
     }
     if constexpr (WK > 1) __syncthreads();  // P and the partial row sums of the whole tile
+    if constexpr (kWgmma) {
+      // Halfway through tile t (the other warpgroup is done with tile t - 1):
+      // tile t + 3's copies into the stage tile t - 1 left, and tile t + 2
+      // announced (its copies went out halfway through tile t - 1).
+      const int tn = t + kStages - 1;
+      if (tn < n_tiles && tn >= kStages) mbar_wait(empty + tn % kStages, (tn / kStages - 1) & 1);
+      issue_ahead(tn);
+      cp_async_wait<kStages - 3>();
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+      mbar_arrive(full + (t + 2) % kStages);
+    }
     if (live) {
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
@@ -765,7 +822,8 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
           else
             wgmma::wgmma_m64n64k16_rs_mn(o_all, pf[kk][0], pf[kk][1], pf[kk][2], pf[kk][3], vd);
         }
-        wgmma::commit_and_wait();
+        wgmma::commit();
+        wgmma::wait();
 #endif
       } else {
 #pragma unroll
@@ -790,6 +848,7 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
         }
       }
     }
+    if constexpr (kWgmma) mbar_arrive(empty + buf);  // this thread is done with tile t
     // A split ends with the key range or before a tile of the next split.
     const bool split_ends = kb + kBN == next_split_key;
     if (t + 1 == n_tiles || split_ends) {
@@ -1094,7 +1153,7 @@ LaunchPlan plan_layout(const Params& prm, const AttnBatch& batch, int64_t span, 
   LaunchPlan L;
   L.wm = wm;
   L.wk = wk;
-  L.per_sm = std::clamp(per_sm, 1, max_ctas_per_sm(wm * wk, kStagesShared));
+  L.per_sm = std::clamp(per_sm, 1, max_ctas_per_sm(wm * wk, stages_of(wm, wk)));
   L.m_tiles = static_cast<int>(ceil_div(static_cast<int64_t>(batch.max_rows) * prm.group, 16 * wm));
   L.units = static_cast<int64_t>(batch.n_seqs) * prm.n_kv * L.m_tiles;
   // Splits a CTA's key range can touch: counted from the split holding its
@@ -1170,7 +1229,7 @@ PagedAttentionPlan describe(const LaunchPlan& L, const Params& prm) {
                             static_cast<int>(groups),
                             static_cast<int>(L.grouping.group_keys),
                             static_cast<int>(std::min<int64_t>(L.units * groups, 0x7fffffff)),
-                            kStagesShared,
+                            stages_of(L.wm, L.wk),
                             prm.splits.len[0],
                             L.per_sm};
 }
@@ -1178,7 +1237,8 @@ PagedAttentionPlan describe(const LaunchPlan& L, const Params& prm) {
 template <int HD, int WM, int WK>
 void launch(Params& prm, const AttnBatch& batch, const LaunchPlan& L, int dev, AttentionWorkspace& ws,
             cudaStream_t stream) {
-  using C = Cfg<HD, WM, WK, kStagesShared>;
+  constexpr int kStages = stages_of(WM, WK);
+  using C = Cfg<HD, WM, WK, kStages>;
   prm.m_tiles = L.m_tiles;
   const int64_t groups = L.grouping.groups;
   prm.groups = static_cast<int>(groups);
@@ -1217,7 +1277,7 @@ void launch(Params& prm, const AttnBatch& batch, const LaunchPlan& L, int dev, A
   const int smem = L.per_sm < C::kCtasPerSm
                        ? std::max(C::kSmem, device_info(dev).smem_per_sm / (L.per_sm + 1) + 1)
                        : C::kSmem;
-  prepare_kernel<HD, WM, WK, kStagesShared>(dev, smem);
+  prepare_kernel<HD, WM, WK, kStages>(dev, smem);
   {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(static_cast<unsigned>(ctas));
@@ -1233,7 +1293,7 @@ void launch(Params& prm, const AttnBatch& batch, const LaunchPlan& L, int dev, A
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
-    const cudaError_t e = cudaLaunchKernelEx(&cfg, paged_attention_kernel<HD, WM, WK, kStagesShared>, prm);
+    const cudaError_t e = cudaLaunchKernelEx(&cfg, paged_attention_kernel<HD, WM, WK, kStages>, prm);
     if (e != cudaSuccess) throw Error(std::string("paged_attention: launch: ") + cudaGetErrorString(e));
   }
   if (groups > 1) {

@@ -32,12 +32,11 @@ __device__ __forceinline__ uint64_t desc_sw128(uint32_t addr, uint32_t lbo, uint
 // Register and shared-memory operands written before here are visible to the
 // wgmmas issued after (every thread of the warpgroup runs it).
 __device__ __forceinline__ void fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-// The wgmmas issued so far as one group, then wait for all groups: their
-// accumulators may be read and their shared memory written again after.
-__device__ __forceinline__ void commit_and_wait() {
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-}
+// The wgmmas issued so far as one group.
+__device__ __forceinline__ void commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+// Wait for every group: their accumulators may be read and their shared
+// memory written again after.
+__device__ __forceinline__ void wait() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
 
 // S = Q K^T for a warpgroup's 64 rows: d (64 x 64, f32) += A (64 x 16) . B^T
 // with B (64 x 16), both K-major by descriptor.
