@@ -663,7 +663,7 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
         wgmma::fence();
 #pragma unroll
         for (int ks = 0; ks < QK; ++ks)
-          wgmma::wgmma_m64n64k16_ss(s_all, wgmma::desc_sw128(qa + (ks / 4) * BM * 128 + (ks % 4) * 32, 16, 1024),
+          wgmma::m64n64k16_ss(s_all, wgmma::desc_sw128(qa + (ks / 4) * BM * 128 + (ks % 4) * 32, 16, 1024),
                                     wgmma::desc_sw128(smem_u32(tk) + (ks / 4) * kBN * 128 + (ks % 4) * 32, 16, 1024));
         wgmma::commit();
         if (pingpong && !(wg == 1 && t == n_tiles - 1)) asm volatile("bar.arrive %0, 256;\n" ::"r"(2 - wg) : "memory");
@@ -818,9 +818,9 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
         for (int kk = 0; kk < KS; ++kk) {
           const uint64_t vd = wgmma::desc_sw128(smem_u32(tv) + kk * 16 * 128, kBN * 128, 1024);
           if constexpr (HD == 128)
-            wgmma::wgmma_m64n128k16_rs_mn(o_all, pf[kk][0], pf[kk][1], pf[kk][2], pf[kk][3], vd);
+            wgmma::m64n128k16_rs<1>(o_all, pf[kk][0], pf[kk][1], pf[kk][2], pf[kk][3], vd);
           else
-            wgmma::wgmma_m64n64k16_rs_mn(o_all, pf[kk][0], pf[kk][1], pf[kk][2], pf[kk][3], vd);
+            wgmma::m64n64k16_rs<1>(o_all, pf[kk][0], pf[kk][1], pf[kk][2], pf[kk][3], vd);
         }
         wgmma::commit();
         wgmma::wait();

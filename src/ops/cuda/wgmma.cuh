@@ -40,7 +40,7 @@ __device__ __forceinline__ void wait() { asm volatile("wgmma.wait_group.sync.ali
 
 // S = Q K^T for a warpgroup's 64 rows: d (64 x 64, f32) += A (64 x 16) . B^T
 // with B (64 x 16), both K-major by descriptor.
-__device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[32], uint64_t a, uint64_t b) {
+__device__ __forceinline__ void m64n64k16_ss(float (&d)[32], uint64_t a, uint64_t b) {
   asm volatile(
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
@@ -54,36 +54,36 @@ __device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[32], uint64_t a, u
       : "memory");
 }
 
-// O += P V for a warpgroup's 64 rows: d (64 x 64, f32) += A (64 x 16, from
-// registers in the mma.sync A fragment layout) . B (16 x 64, MN-major by
-// descriptor: B's rows contiguous, as V's rows lie in shared memory).
-__device__ __forceinline__ void wgmma_m64n64k16_rs_mn(float (&d)[32], uint32_t a0, uint32_t a1, uint32_t a2,
-                                                      uint32_t a3, uint64_t b) {
+// d (64 x 64, f32) += A (64 x 16, from registers in the mma.sync A fragment
+// layout of each warp's 16 rows) . B (16 x 64 by descriptor: K-major, or with
+// kTransB MN-major, B's rows contiguous as V's rows lie in shared memory).
+template <int kTransB>
+__device__ __forceinline__ void m64n64k16_rs(float (&d)[32], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                             uint64_t b) {
   asm volatile(
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
       "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
-      "{%32, %33, %34, %35}, %36, 1, 1, 1, 1;\n"
+      "{%32, %33, %34, %35}, %36, 1, 1, 1, %37;\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
         "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
         "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
         "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(b)
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(b), "n"(kTransB)
       : "memory");
 }
 
-// O += P V for a warpgroup's 64 rows: d (64 x 128, f32) += A (64 x 16, from
-// registers in the mma.sync A fragment layout) . B (16 x 128, MN-major by
-// descriptor: B's rows contiguous, as V's rows lie in shared memory).
-__device__ __forceinline__ void wgmma_m64n128k16_rs_mn(float (&d)[64], uint32_t a0, uint32_t a1, uint32_t a2,
-                                                      uint32_t a3, uint64_t b) {
+// The same with B 16 x 128: the GEMMs' tiles (K-major) and O += P V at head_dim 128.
+template <int kTransB>
+__device__ __forceinline__ void m64n128k16_rs(float (&d)[64], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                              uint64_t b) {
   asm volatile(
       "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
       "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
       "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
       "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-      "{%64, %65, %66, %67}, %68, 1, 1, 1, 1;\n"
+      "{%64, %65, %66, %67}, %68, 1, 1, 1, %69;\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
         "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
         "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
@@ -92,7 +92,7 @@ __device__ __forceinline__ void wgmma_m64n128k16_rs_mn(float (&d)[64], uint32_t 
         "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
         "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(b)
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(b), "n"(kTransB)
       : "memory");
 }
 #endif
