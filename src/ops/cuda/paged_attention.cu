@@ -664,9 +664,10 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
 #pragma unroll
         for (int ks = 0; ks < QK; ++ks)
           wgmma::m64n64k16_ss(s_all, wgmma::desc_sw128(qa + (ks / 4) * BM * 128 + (ks % 4) * 32, 16, 1024),
-                                    wgmma::desc_sw128(smem_u32(tk) + (ks / 4) * kBN * 128 + (ks % 4) * 32, 16, 1024));
+                              wgmma::desc_sw128(smem_u32(tk) + (ks / 4) * kBN * 128 + (ks % 4) * 32, 16, 1024));
         wgmma::commit();
-        if (pingpong && !(wg == 1 && t == n_tiles - 1)) asm volatile("bar.arrive %0, 256;\n" ::"r"(2 - wg) : "memory");
+        if (pingpong && !(wg == 1 && t == n_tiles - 1))  // (warpgroup 0 waits no more after its last tile)
+          asm volatile("bar.arrive %0, 256;\n" ::"r"(2 - wg) : "memory");
         wgmma::wait();
 #endif
       } else {
