@@ -13,7 +13,8 @@ with the mask each point needs:
                   or the equivalent boolean mask
   block16_sliding causal and j > ctx + i - 2048: a boolean mask over only the
                   keys some query can see (K/V sliced to that range beforehand)
-  prefill2048     is_causal=True (square)
+  prefill2048     is_causal=True (square); after a context, causal_lower_right
+                  or the equivalent boolean mask
 Timing: CUDA events around each call, warm-up, median of --reps, rotating over
 enough K/V sets to exceed 3x the L2 cache. With --ours FILE (the CSV written by
 `bench_attention --csv FILE`) it also prints ours/SDPA per point.
@@ -39,6 +40,7 @@ def points():
             for ctx in (1024, 8192):
                 pts.append((kind, b, ctx, 16))
     pts.append(("prefill2048", 1, 0, 2048))
+    pts.append(("prefill2048", 1, 6144, 2048))  # the last chunk of an 8192-token prompt
     return pts
 
 
@@ -47,7 +49,7 @@ def key_range(kind, ctx, rows):
     if kind == "decode":
         return 0, ctx
     if kind == "prefill2048":
-        return 0, rows
+        return 0, ctx + rows
     hi = ctx + rows
     lo = max(0, ctx - W + 1) if kind == "block16_sliding2048" else 0
     return lo, hi
@@ -55,7 +57,7 @@ def key_range(kind, ctx, rows):
 
 def mask_for(kind, ctx, rows, lo, hi, dev):
     """Boolean [rows, hi - lo] mask (True = visible), or None."""
-    if kind in ("decode", "block16_bidir", "prefill2048"):
+    if kind in ("decode", "block16_bidir") or (kind == "prefill2048" and ctx == 0):
         return None
     p = ctx + torch.arange(rows, device=dev)[:, None]
     j = lo + torch.arange(hi - lo, device=dev)[None, :]
@@ -115,9 +117,9 @@ def main():
             v = torch.empty(b, NKV, nk, HD, device=dev, dtype=torch.bfloat16).uniform_(-1, 1)
             sets.append((k, v))
         vis = mask_for(kind, ctx, rows, lo, hi, dev)
-        causal = kind == "prefill2048"
+        causal = kind == "prefill2048" and ctx == 0  # is_causal aligns the square's corners only
         masks = [("none", None)] if vis is None else [("bool", vis)]
-        if kind == "block16_causal":
+        if kind == "block16_causal" or (kind == "prefill2048" and ctx > 0):
             try:
                 from torch.nn.attention.bias import causal_lower_right
                 masks.insert(0, ("lower_right", causal_lower_right(rows, nk)))
