@@ -11,8 +11,9 @@ nvcc=$1 root=$2
 ptxas=$(dirname "$nvcc")/ptxas
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# The instruction is written in wgmma.cuh and gemm_invariant.cuh; sources
-# that include either or write it themselves may issue it (their PTX says).
+# The instruction is written in wgmma.cuh (gemm_invariant.cuh includes it);
+# sources that include either or write it themselves may issue it (their
+# PTX says).
 mapfile -t sources < <(grep -l -E "gemm_invariant\.cuh|wgmma\.cuh|wgmma\.mma_async" "$root"/src/ops/cuda/*.cu)
 ((${#sources[@]})) || { echo "no CUDA source may issue wgmma"; exit 1; }
 failed=0 checked=0

@@ -79,8 +79,7 @@ __host__ __device__ constexpr int chain_k(int half, int logical) {
 // (FD_HAVE_WGMMA, wgmma.cuh).
 #if FD_HAVE_WGMMA || !defined(__CUDA_ARCH__)
 __device__ __forceinline__ uint64_t wgmma_desc(uint32_t addr) {
-  constexpr uint64_t kLbo = 128, kSbo = 256;  // core matrices along k, along n
-  return uint64_t((addr >> 4) & 0x3fff) | ((kLbo >> 4) << 16) | ((kSbo >> 4) << 32);
+  return wgmma::desc(addr, 128, 256, 0);  // no swizzle; core matrices 128 bytes apart along k, 256 along n
 }
 __device__ __forceinline__ void wgmma_n128(float (&d)[64], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
                                            uint64_t b) {

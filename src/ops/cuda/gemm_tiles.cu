@@ -548,15 +548,15 @@ __global__ void __launch_bounds__(S::kBlockThreads, S::MIN_BLOCKS) gemm_kernel(c
       // made ptxas serialize every wgmma of the kernel (warning C7520; 10-15%
       // of the prefill GEMMs' time on the H200, bench/gemm_notes.md).
       const auto run = [&](auto blocks) {
-        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+        wgmma::fence();
 #pragma unroll
         for (int b = 0; b < decltype(blocks)::value; ++b) {
           const uint32_t half0 = sw_addr + b * (S::BN * 64), half1 = half0 + S::BN * 32;
           gemm::wgmma_n128(d, a_lo[b].x, a_hi[b].x, a_lo[b].y, a_hi[b].y, gemm::wgmma_desc(half0));
           gemm::wgmma_n128(d, a_lo[b].z, a_hi[b].z, a_lo[b].w, a_hi[b].w, gemm::wgmma_desc(half1));
         }
-        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        wgmma::commit();
+        wgmma::wait();
       };
       if (kt * S::BK + (kBlocks - 1) * kBlockK < K)
         run(std::integral_constant<int, kBlocks>{});

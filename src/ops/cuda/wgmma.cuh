@@ -19,14 +19,19 @@
 namespace flashdraft::ops::cuda::wgmma {
 
 #if FD_HAVE_WGMMA || !defined(__CUDA_ARCH__)
-// A descriptor of a 128-byte-swizzled operand (the PTX ISA's "matrix
-// descriptor", layout type 1): 8-row atoms of 128-byte rows, the 16-byte
+// A shared-memory operand's descriptor (the PTX ISA's "matrix descriptor"):
+// its address, the byte offsets lbo and sbo between core matrices, and the
+// layout type (0: no swizzle, 1: 128-byte swizzle).
+__device__ __forceinline__ uint64_t desc(uint32_t addr, uint32_t lbo, uint32_t sbo, uint64_t layout) {
+  return uint64_t((addr >> 4) & 0x3fff) | (uint64_t((lbo >> 4) & 0x3fff) << 16) |
+         (uint64_t((sbo >> 4) & 0x3fff) << 32) | (layout << 62);
+}
+// A 128-byte-swizzled operand: 8-row atoms of 128-byte rows, the 16-byte
 // chunks of row r XOR-ed with r % 8, each atom 1024-byte aligned. K-major:
 // sbo = bytes between 8-row groups along M/N (lbo unused); MN-major: lbo =
 // bytes between 64-element blocks along M/N, sbo = between 8-row groups along K.
 __device__ __forceinline__ uint64_t desc_sw128(uint32_t addr, uint32_t lbo, uint32_t sbo) {
-  return uint64_t((addr >> 4) & 0x3fff) | (uint64_t((lbo >> 4) & 0x3fff) << 16) |
-         (uint64_t((sbo >> 4) & 0x3fff) << 32) | (uint64_t{1} << 62);
+  return desc(addr, lbo, sbo, 1);
 }
 
 // Register and shared-memory operands written before here are visible to the
