@@ -39,6 +39,7 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -295,6 +296,12 @@ struct Cfg {
   // keeps looking them up into a register one tile ahead.
   // (So does the prefill layout, whose warpgroups do not meet at every tile.)
   static constexpr bool kIdsInSmem = !(HD == 128 && WM == 4 && WK == 1) && !kWgLayout;
+  // A masked tile's visibility from each row's key bounds (two compares an
+  // element), except in that same 4 x 1 layout: there the bounds' registers
+  // made ptxas spill 28 bytes and its 16-row blocks 2.5-4% slower (H200,
+  // bench_attention_notes.md), so it keeps the per-element condition, whose
+  // && and || compile to branches (~10 instructions an element).
+  static constexpr bool kMaskByRowBounds = !(HD == 128 && WM == 4 && WK == 1);
   static constexpr int kSmemIds = kIdsInSmem ? kStages * kBN * 4 : 0;
   // The prefill layout's stage barriers: "full" and "empty" a stage (the kernel).
   static constexpr int kSmemBars = kWgLayout ? 2 * kStages * 8 : 0;
@@ -701,15 +708,35 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
       // kept a branch per element (16 a tile for 4 x 2 warps), taken or not.
       const bool need_mask = !(kb >= lo_all && kb + kBN - 1 <= hi_all);
       if (need_mask) {
+        if constexpr (C::kMaskByRowBounds) {
+          // Row i sees keys [lo, hi), found once a tile: per element two
+          // compares and a select (the condition written per element took
+          // branches for its && and ||, ~10 instructions an element).
 #pragma unroll
-        for (int n = 0; n < NTW; ++n) {
+          for (int i = 0; i < 2; ++i) {
+            const int pq = i == 0 ? pa : pb;
+            const int hi = min(kv_len, p.causal ? pq + 1 : p.window == 0 ? kv_len : pq + p.window);
+            const int lo = p.window == 0 ? INT_MIN : pq - p.window + 1;
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int j = kb + (nt0 + n) * 8 + c0 + (e & 1);
-            const int pq = e < 2 ? pa : pb;
-            const bool vis = j < kv_len && (p.causal ? j <= pq : p.window == 0 || j < pq + p.window) &&
-                             (p.window == 0 || j > pq - p.window);
-            sc[n][e] = vis ? sc[n][e] : kNegInf;
+            for (int n = 0; n < NTW; ++n) {
+#pragma unroll
+              for (int e = 2 * i; e < 2 * i + 2; ++e) {
+                const int j = kb + (nt0 + n) * 8 + c0 + (e & 1);
+                sc[n][e] = (j >= lo) & (j < hi) ? sc[n][e] : kNegInf;
+              }
+            }
+          }
+        } else {
+#pragma unroll
+          for (int n = 0; n < NTW; ++n) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int j = kb + (nt0 + n) * 8 + c0 + (e & 1);
+              const int pq = e < 2 ? pa : pb;
+              const bool vis = j < kv_len && (p.causal ? j <= pq : p.window == 0 || j < pq + p.window) &&
+                               (p.window == 0 || j > pq - p.window);
+              sc[n][e] = vis ? sc[n][e] : kNegInf;
+            }
           }
         }
       }
