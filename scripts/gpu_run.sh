@@ -146,7 +146,13 @@ if [[ $what == *scorecard* ]]; then
   build-gpu/bench/bench_attention --bench --csv $sc/attention_ours.csv >$sc/attention_ours.log 2>&1
   python3 bench/attention_sdpa.py --csv $sc/attention_sdpa.csv >$sc/attention_sdpa.log 2>&1
   (cd build-gpu/tests/engine && ./engine_gpu_tests --gtest_filter=Gpu.GreedyOutputsAgreeWithCpu) >$sc/agreement.log 2>&1
-  python3 bench/issue7_table.py $sc --commit "${FD_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo '?')}" \
+  # The commit that names the table: FD_COMMIT, else .carry/COMMIT (written
+  # here before the call: the device copy's own .git can lag the tree it
+  # was given: on 2026-12-04 it named the session's first commit, not the
+  # sources it ran).
+  commit=${FD_COMMIT:-$(cat .carry/COMMIT 2>/dev/null || true)}
+  commit=${commit:-"$(git rev-parse --short HEAD 2>/dev/null || echo '?') (the device copy's git; check it)"}
+  python3 bench/issue7_table.py $sc --commit "$commit" \
     --date "$(date -u +%F)" | tee "$out/issue7_table.md"
   tar czf "$out/scorecard_logs.tgz" -C $sc .
 fi
