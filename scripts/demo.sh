@@ -89,7 +89,7 @@ awk -v d="$dflash" -v p="$plain" -v n="$runs" -v t="$dflash_tokens" -v s="$steps
 echo "DFlash text identical to plain decoding's in every run: $same"
 echo
 echo "DFlash pays when a step costs fewer plain steps than the tokens it commits"
-echo "(tau). On a GPU a 16-token verify costs about one decode step (1.06 on an"
+echo "(tau). On a GPU a 16-token verify costs about one decode step (1.05 on an"
 echo "H200, README \"GPU figures\"); on a CPU it is compute-bound and costs"
 echo "several, so the engine drafts only where its measured costs say it pays"
 echo "(--no-adaptive-speculation drafts 15 every step). README \"Speed\" has both."
