@@ -18,8 +18,16 @@
 // dealt round robin to 32 sequences (decode growth). Results and what they
 // ruled out: bench/bench_attention_notes.md, "The K/V read alone" and, for
 // the kernel's batch-32 grid, "The split reduce past 32 slots".
+// read_kv_tma: the slot-major pool read by tensor copies (TMA), a copy a
+// (block, kv head, 64-dim half) into the 128-byte-swizzled tile layout that
+// the prefill kernel's wgmma reads (paged_attention.cu's tile_off), issued by
+// one thread; the run first checks that layout byte for byte (check_tma_tile).
+// (Written 2026-12-04 in a session whose device time was spent: compiled for
+// sm_90a, not yet run.)
 // Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Isrc bench/kv_layout_probe.cu -o kv_layout_probe
 // Run: ./kv_layout_probe [reps]
+#include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -208,6 +216,191 @@ __global__ void __launch_bounds__(kThreads, 2)
   if (acc == 12345.f) sink[blockIdx.x] = acc;  // keeps the loads; never true for the zero pool
 }
 
+// The prefill layout's byte offset of 16-byte chunk c of row r in a tile of
+// kBN rows (paged_attention.cu, tile_off: rows of 64 elements, the tile's
+// two 64-dim halves one after the other, chunk c ^ (r % 8) within a row).
+__host__ __device__ constexpr uint32_t tile_off(int r, int c) {
+  return static_cast<uint32_t>(((c >> 3) * kBN + r) * 128 + (((c & 7) ^ (r & 7)) << 4));
+}
+
+// One tensor copy of a box of a 3-D map into shared memory, counted on `bar`.
+__device__ __forceinline__ void tma_3d(uint32_t dst, const CUtensorMap* map, int c0, int c1, int c2, uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(
+          dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2),
+      "r"(static_cast<uint32_t>(__cvta_generic_to_shared(bar)))
+      : "memory");
+}
+
+// A tile's K and V (4 blocks x 2 halves each) by tensor copies into stage
+// `dst` (K, then V kBN * kHD * 2 bytes on), 1024-byte aligned as the swizzle
+// needs; `ids` the tile's 4 block ids.
+__device__ __forceinline__ void tma_tile(uint32_t dst, const CUtensorMap* tk, const CUtensorMap* tv, int h,
+                                         const int (&ids)[4], uint64_t* bar) {
+  mbar_expect_tx(bar, 2 * kBN * kHD * 2);
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const uint32_t off = tile_off(j * kBS, half * 8);  // the block's first row of that half
+      tma_3d(dst + off, tk, half * 64, h, ids[j] * kBS, bar);
+      tma_3d(dst + kBN * kHD * 2 + off, tv, half * 64, h, ids[j] * kBS, bar);
+    }
+}
+
+__device__ __forceinline__ uint32_t aligned_1k(const unsigned char* p) {
+  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  return a + ((1024u - (a & 1023u)) & 1023u);
+}
+
+__global__ void __launch_bounds__(kThreads, 2)
+    read_kv_tma(const __grid_constant__ CUtensorMap tk, const __grid_constant__ CUtensorMap tv, const int* tables,
+                int n_kv, int seq_keys, int group_keys, float* sink) {
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  __shared__ __align__(8) uint64_t bars[kStages];
+  const int groups = seq_keys / group_keys;
+  const int g = blockIdx.x % groups, h = (blockIdx.x / groups) % n_kv, seq = blockIdx.x / (groups * n_kv);
+  const int* table = tables + seq * (seq_keys / kBS);
+  const int k0 = g * group_keys, n_tiles = group_keys / kBN;
+  const uint32_t base = aligned_1k(smem_raw);
+  const unsigned char* smem = smem_raw + (base - static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)));
+  const bool issuer = threadIdx.x == 0;
+  if (issuer) {
+    for (int s = 0; s < kStages; ++s) mbar_init(&bars[s], 1);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  int ids[4] = {0, 0, 0, 0};
+  auto lookup = [&](int tile) {
+    if (issuer && tile < n_tiles) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) ids[i] = __ldg(table + (k0 + tile * kBN) / kBS + i);
+    }
+  };
+  for (int s = 0; s < kStages - 1 && s < n_tiles; ++s) {
+    lookup(s);
+    if (issuer) tma_tile(base + s * 2 * kBN * kHD * 2, &tk, &tv, h, ids, &bars[s]);
+  }
+  lookup(kStages - 1);
+  float acc = 0.f;
+  for (int t = 0; t < n_tiles; ++t) {
+    mbar_wait(&bars[t % kStages], (t / kStages) & 1);
+    __syncthreads();  // every thread is past tile t - 1, whose stage the next copies refill
+    if (issuer && t + kStages - 1 < n_tiles) {
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+      tma_tile(base + ((t + kStages - 1) % kStages) * 2 * kBN * kHD * 2, &tk, &tv, h, ids,
+               &bars[(t + kStages - 1) % kStages]);
+    }
+    lookup(t + kStages);
+    const float* tile = reinterpret_cast<const float*>(smem + (t % kStages) * 2 * kBN * kHD * 2);
+    acc += tile[threadIdx.x * 32] + tile[kBN * kHD / 2 + threadIdx.x * 32];
+  }
+  if (acc == 12345.f) sink[blockIdx.x] = acc;  // keeps the loads; never true for the zero pool
+}
+
+// One tile of (sequence 0, kv head h) at key tile `tile` by tma_tile, then
+// every 16-byte chunk of K and V compared with the pool's row at tile_off's
+// place: mismatching chunks counted into *bad.
+__global__ void check_tma_tile(const __grid_constant__ CUtensorMap tk, const __grid_constant__ CUtensorMap tv,
+                               const char* k, const char* v, const int* table, int n_kv, int h, int tile,
+                               int* bad) {
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  __shared__ __align__(8) uint64_t bar;
+  const uint32_t base = aligned_1k(smem_raw);
+  const unsigned char* smem = smem_raw + (base - static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)));
+  int ids[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) ids[i] = table[tile * kBN / kBS + i];
+  if (threadIdx.x == 0) {
+    mbar_init(&bar, 1);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) tma_tile(base, &tk, &tv, h, ids, &bar);
+  mbar_wait(&bar, 0);
+  for (int i = threadIdx.x; i < kBN * 16; i += blockDim.x) {
+    const int r = i / 16, c = i % 16;
+    const uint64_t src = ((uint64_t(ids[r / kBS]) * kBS + r % kBS) * n_kv + h) * kHD * 2 + c * 16;
+    const uint4 gk = *reinterpret_cast<const uint4*>(k + src), gv = *reinterpret_cast<const uint4*>(v + src);
+    const uint4 sk = *reinterpret_cast<const uint4*>(smem + tile_off(r, c));
+    const uint4 sv = *reinterpret_cast<const uint4*>(smem + kBN * kHD * 2 + tile_off(r, c));
+    if (gk.x != sk.x || gk.y != sk.y || gk.z != sk.z || gk.w != sk.w) atomicAdd(bad, 1);
+    if (gv.x != sv.x || gv.y != sv.y || gv.z != sv.z || gv.w != sv.w) atomicAdd(bad, 1);
+  }
+}
+
+__global__ void fill_pattern(uint32_t* p, size_t words, uint32_t salt) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < words; i += size_t(gridDim.x) * blockDim.x)
+    p[i] = static_cast<uint32_t>(i * 2654435761u) ^ salt;
+}
+
+// The slot-major pool [slot][kv head][kHD] of `slots` slots as a 3-D tensor
+// map (dims, kv heads, slots) with a box of 64 dims x 1 head x kBS slots,
+// 128-byte swizzled: one block's rows of one head's half.
+CUtensorMap pool_map(const void* pool, int n_kv, size_t slots) {
+  static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q));
+    if (!fn || q != cudaDriverEntryPointSuccess) {
+      std::fprintf(stderr, "kv_layout_probe: cuTensorMapEncodeTiled not found\n");
+      std::exit(1);
+    }
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  }();
+  CUtensorMap map{};
+  const cuuint64_t dims[3] = {cuuint64_t(kHD), cuuint64_t(n_kv), cuuint64_t(slots)};
+  const cuuint64_t strides[2] = {cuuint64_t(kHD) * 2, cuuint64_t(n_kv) * kHD * 2};  // bytes, dims 1 and 2
+  const cuuint32_t box[3] = {64, 1, kBS}, elem[3] = {1, 1, 1};
+  const CUresult r = encode(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<void*>(pool), dims, strides, box,
+                            elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    std::fprintf(stderr, "kv_layout_probe: cuTensorMapEncodeTiled failed (%d)\n", int(r));
+    std::exit(1);
+  }
+  return map;
+}
+
+// check_tma_tile over a patterned pool with shuffled blocks: 0 mismatching
+// chunks, or the run stops.
+void check_tma_layout() {
+  const int n_kv = 8, keys = 1024;
+  const size_t slots = keys, bytes = slots * n_kv * kHD * 2;
+  char *k, *v;
+  int *table, *bad;
+  CK(cudaMalloc(&k, bytes));
+  CK(cudaMalloc(&v, bytes));
+  CK(cudaMalloc(&table, keys / kBS * sizeof(int)));
+  CK(cudaMalloc(&bad, sizeof(int)));
+  fill_pattern<<<256, 256>>>(reinterpret_cast<uint32_t*>(k), bytes / 4, 0x1234567u);
+  fill_pattern<<<256, 256>>>(reinterpret_cast<uint32_t*>(v), bytes / 4, 0x89abcdeu);
+  std::vector<int> ids(keys / kBS);
+  std::iota(ids.begin(), ids.end(), 0);
+  std::shuffle(ids.begin(), ids.end(), std::mt19937(11));
+  CK(cudaMemcpy(table, ids.data(), ids.size() * sizeof(int), cudaMemcpyHostToDevice));
+  const CUtensorMap tk = pool_map(k, n_kv, slots), tv = pool_map(v, n_kv, slots);
+  const int smem = 2 * kBN * kHD * 2 + 1024;
+  CK(cudaFuncSetAttribute(check_tma_tile, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  int total = 0;
+  for (int h : {0, 5})
+    for (int tile : {0, 7, 15}) {
+      CK(cudaMemset(bad, 0, sizeof(int)));
+      check_tma_tile<<<1, kThreads, smem>>>(tk, tv, k, v, table, n_kv, h, tile, bad);
+      int b = 0;
+      CK(cudaMemcpy(&b, bad, sizeof(int), cudaMemcpyDeviceToHost));
+      total += b;
+    }
+  std::printf("tensor copies into the prefill tile layout: %d of %d chunks differ from the pool\n", total,
+              2 * 3 * 2 * kBN * 16);
+  if (total) std::exit(1);
+  CK(cudaFree(k));
+  CK(cudaFree(v));
+  CK(cudaFree(table));
+  CK(cudaFree(bad));
+}
+
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::atoi(argv[1]) : 50;
   const int n_kv = 8;
@@ -229,7 +422,10 @@ int main(int argc, char** argv) {
       read_kv<kOneAhead, true>};
   for (auto* kern : kernels) CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   CK(cudaFuncSetAttribute(read_kv_bulk, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  CK(cudaFuncSetAttribute(read_kv_tma, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem) + 1024));
+  check_tma_layout();
   constexpr int kBulk = -1;         // a Variant's lookup: read_kv_bulk
+  constexpr int kTma = -2;          // a Variant's lookup: read_kv_tma (slot-major only)
   constexpr int kEarlyRefill = 4;  // a Variant's lookup: read_kv<kOneAhead, true> (kernels[4])
   struct Variant {
     int layout, lookup;
@@ -248,7 +444,8 @@ int main(int argc, char** argv) {
                               {kContig, kTwoAheadMoved, "contiguous, ids 2 ahead moved, unused"},
                               {kNHD, kBulk, "slot-major, bulk copies of 256 B"},
                               {kHND, kBulk, "head-major blocks, bulk copies of 4 KB"},
-                              {kContig, kBulk, "contiguous, bulk copies of 16 KB"}};
+                              {kContig, kBulk, "contiguous, bulk copies of 16 KB"},
+                              {kNHD, kTma, "slot-major, tensor copies of 2 KB into the prefill layout"}};
   std::printf("columns, us:");
   for (const Variant& vt : variants) std::printf(" | %s", vt.name);
   std::printf("\n");
@@ -276,6 +473,11 @@ int main(int argc, char** argv) {
     }
     int* d_table;
     CK(cudaMalloc(&d_table, blocks * sizeof(int)));
+    std::vector<CUtensorMap> tmk(copies), tmv(copies);  // each copy's slot-major pool as tensor maps
+    for (int c = 0; c < copies; ++c) {
+      tmk[c] = pool_map(kk[c], n_kv, blocks * kBS);
+      tmv[c] = pool_map(vv[c], n_kv, blocks * kBS);
+    }
     const int grid = s.batch * n_kv * (s.keys / s.group_keys);
     std::printf("batch %d, %d keys, %d-key groups (%d CTAs), %.1f MB of K+V:\n", s.batch, s.keys, s.group_keys, grid,
                 2.0 * bytes / 1e6);
@@ -301,6 +503,11 @@ int main(int argc, char** argv) {
       for (const Variant& vt : variants) {
         if (vt.layout == kContig && order != 1) continue;
         auto launch = [&](int c) {
+          if (vt.lookup == kTma) {
+            read_kv_tma<<<grid, kThreads, smem + 1024>>>(tmk[c % copies], tmv[c % copies], d_table, n_kv, s.keys,
+                                                         s.group_keys, sink);
+            return;
+          }
           auto* kern = vt.lookup == kBulk ? read_kv_bulk : kernels[vt.lookup];
           kern<<<grid, kThreads, smem>>>(vt.layout, kk[c % copies], vv[c % copies], d_table, n_kv, s.keys,
                                          s.group_keys, int(blocks), sink);
