@@ -289,19 +289,21 @@ struct Cfg {
   static constexpr int kSmemStage = 2 * kBN * HD * 2;
   static constexpr int kSmemP = WK > 1 ? BM * kBN * 2 : 0;
   static constexpr int kSmemRed = WK > 1 ? (WK * BM + WK * WM * 32 * 2) * 4 : 0;
-  // Block ids of the tiles ahead come through shared memory (a ring like
-  // the K/V stages), except in the 4 x 1 layout at head_dim 128: it sits at
-  // 255 registers, the ring's addressing took its spills from 8 to 56 bytes
-  // and its 16-row blocks 5-10% slower (bench_attention_notes.md), so it
+  // The 4 x 1 layout at head_dim 128 sits at 255 registers: what costs the
+  // others nothing spills there, so it keeps the register-light form of the
+  // two choices below (bench_attention_notes.md).
+  static constexpr bool kAtRegisterLimit = HD == 128 && WM == 4 && WK == 1;
+  // Block ids of the tiles ahead come through shared memory (a ring like the
+  // K/V stages), except at the register limit (the ring's addressing took its
+  // spills from 8 to 56 bytes and its 16-row blocks 5-10% slower), which
   // keeps looking them up into a register one tile ahead.
   // (So does the prefill layout, whose warpgroups do not meet at every tile.)
-  static constexpr bool kIdsInSmem = !(HD == 128 && WM == 4 && WK == 1) && !kWgLayout;
+  static constexpr bool kIdsInSmem = !kAtRegisterLimit && !kWgLayout;
   // A masked tile's visibility from each row's key bounds (two compares an
-  // element), except in that same 4 x 1 layout: there the bounds' registers
-  // made ptxas spill 28 bytes and its 16-row blocks 2.5-4% slower (H200,
-  // bench_attention_notes.md), so it keeps the per-element condition, whose
-  // && and || compile to branches (~10 instructions an element).
-  static constexpr bool kMaskByRowBounds = !(HD == 128 && WM == 4 && WK == 1);
+  // element), except at the register limit (the bounds spilled 28 bytes and
+  // made its 16-row blocks 2.5-4% slower, H200), which keeps the per-element
+  // condition, whose && and || compile to branches (~10 instructions an element).
+  static constexpr bool kMaskByRowBounds = !kAtRegisterLimit;
   static constexpr int kSmemIds = kIdsInSmem ? kStages * kBN * 4 : 0;
   // The prefill layout's stage barriers: "full" and "empty" a stage (the kernel).
   static constexpr int kSmemBars = kWgLayout ? 2 * kStages * 8 : 0;
