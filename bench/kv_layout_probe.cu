@@ -69,6 +69,20 @@ __device__ __forceinline__ uint64_t row_offset(int layout, int blk, int key, int
   return ((uint64_t(blk) * n_kv + h) * kBS + t) * kHD * 2;
 }
 
+// How a kernel below takes its keys: CTA blockIdx.x reads key group g of kv
+// head h of sequence seq (g fastest), `group_keys` keys from key k0, its
+// block ids from `table`.
+struct CtaKeys {
+  int h, seq, k0, n_tiles;
+  const int* table;
+};
+__device__ __forceinline__ CtaKeys cta_keys(const int* tables, int n_kv, int seq_keys, int group_keys) {
+  const int groups = seq_keys / group_keys;
+  const int g = static_cast<int>(blockIdx.x) % groups, seq = static_cast<int>(blockIdx.x) / (groups * n_kv);
+  const int h = static_cast<int>(blockIdx.x / groups) % n_kv;
+  return {h, seq, g * group_keys, group_keys / kBN, tables + seq * (seq_keys / kBS)};
+}
+
 // How a tile's block ids are looked up before its copies go out.
 enum Lookup {
   kNoLookup = 0,     // none: the contiguous pool's addresses need no table
@@ -86,10 +100,9 @@ __global__ void __launch_bounds__(kThreads, 2)
     read_kv(int layout, const char* k, const char* v, const int* tables, int n_kv, int seq_keys, int group_keys,
             int n_blocks, float* sink) {
   extern __shared__ __align__(128) unsigned char smem[];
-  const int groups = seq_keys / group_keys;
-  const int g = blockIdx.x % groups, h = (blockIdx.x / groups) % n_kv, seq = blockIdx.x / (groups * n_kv);
-  const int* table = tables + seq * (seq_keys / kBS);
-  const int k0 = g * group_keys, n_tiles = group_keys / kBN;
+  const CtaKeys ck = cta_keys(tables, n_kv, seq_keys, group_keys);
+  const int h = ck.h, seq = ck.seq, k0 = ck.k0, n_tiles = ck.n_tiles;
+  const int* table = ck.table;
   const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   // A tile: 64 rows x 256 bytes each of K and V; thread i copies 16 bytes of
   // rows i / 16 + 8 r (r < 8), i.e. of the tile's 4 blocks r / 2.
@@ -174,10 +187,9 @@ __global__ void __launch_bounds__(kThreads, 2)
                  int group_keys, int n_blocks, float* sink) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ __align__(8) uint64_t bars[kStages];
-  const int groups = seq_keys / group_keys;
-  const int g = blockIdx.x % groups, h = (blockIdx.x / groups) % n_kv, seq = blockIdx.x / (groups * n_kv);
-  const int* table = tables + seq * (seq_keys / kBS);
-  const int k0 = g * group_keys, n_tiles = group_keys / kBN;
+  const CtaKeys ck = cta_keys(tables, n_kv, seq_keys, group_keys);
+  const int h = ck.h, seq = ck.seq, k0 = ck.k0, n_tiles = ck.n_tiles;
+  const int* table = ck.table;
   const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   const int row = threadIdx.x % kBN;
   const bool is_v = threadIdx.x >= kBN;
@@ -259,10 +271,9 @@ __global__ void __launch_bounds__(kThreads, 2)
                 int n_kv, int seq_keys, int group_keys, float* sink) {
   extern __shared__ __align__(128) unsigned char smem_raw[];
   __shared__ __align__(8) uint64_t bars[kStages];
-  const int groups = seq_keys / group_keys;
-  const int g = blockIdx.x % groups, h = (blockIdx.x / groups) % n_kv, seq = blockIdx.x / (groups * n_kv);
-  const int* table = tables + seq * (seq_keys / kBS);
-  const int k0 = g * group_keys, n_tiles = group_keys / kBN;
+  const CtaKeys ck = cta_keys(tables, n_kv, seq_keys, group_keys);
+  const int h = ck.h, k0 = ck.k0, n_tiles = ck.n_tiles;
+  const int* table = ck.table;
   const uint32_t base = aligned_1k(smem_raw);
   const unsigned char* smem = smem_raw + (base - static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)));
   const bool issuer = threadIdx.x == 0;
