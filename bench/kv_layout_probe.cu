@@ -22,8 +22,8 @@
 // (block, kv head, 64-dim half) into the 128-byte-swizzled tile layout that
 // the prefill kernel's wgmma reads (paged_attention.cu's tile_off), issued by
 // one thread; the run first checks that layout byte for byte (check_tma_tile).
-// (Written 2026-12-04 in a session whose device time was spent: compiled for
-// sm_90a, not yet run.)
+// (Its results: bench_attention_notes.md, "Tensor copies for the prefill
+// layout's K/V tiles".)
 // Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Isrc bench/kv_layout_probe.cu -o kv_layout_probe
 // Run: ./kv_layout_probe [reps]
 #include <cuda.h>

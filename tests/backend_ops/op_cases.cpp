@@ -604,6 +604,7 @@ std::vector<OpCase> op_cases(DType dtype) {
     std::vector<SeqRows> seqs;
     bool strided;
     int32_t keys_bucket = 0;
+    int32_t block_size = 16;
   };
   const auto C = MaskKind::Causal, B = MaskKind::Bidirectional, W = MaskKind::Window,
              N = MaskKind::BidirectionalWindow;
@@ -648,6 +649,13 @@ std::vector<OpCase> op_cases(DType dtype) {
       {128, 32, 8, B, 0, {{9000, 16}}, false, 16384},
       {128, 32, 8, C, 0, {{5000, 16}, {700, 16}}, false, 16384},
       {128, 32, 8, W, 2048, {{8200, 16}}, false, 16384},
+      // Pool blocks other than 16 slots, under prefill chunks (the 8 x 1
+      // layout) and beside them: a 64-key tile spans two blocks, one, part
+      // of one, or eight.
+      {128, 32, 8, C, 0, {{0, 200}, {1800, 200}}, false, 0, 32},
+      {64, 32, 8, W, 128, {{0, 200}, {1000, 200}}, false, 0, 64},
+      {128, 32, 8, C, 0, {{700, 200}, {3000, 17}}, false, 0, 128},
+      {128, 32, 8, C, 0, {{0, 200}, {1000, 200}}, false, 0, 8},
   };
   for (const Attn& a : attn) {
     OpCase c{.op = Op::PagedAttention,
@@ -658,13 +666,15 @@ std::vector<OpCase> op_cases(DType dtype) {
              .mask = a.mask,
              .window = a.window,
              .seqs = a.seqs,
-             .keys_bucket = a.keys_bucket};
+             .keys_bucket = a.keys_bucket,
+             .block_size = a.block_size};
     const std::string mask = a.mask == C   ? "causal"
                              : a.mask == B ? "bidir"
                                            : (a.mask == N ? "bidirwin" : "win") + S(a.window);
     c.name = "paged_attention_" + mask + "_hd" + S(a.hd) + "_gqa" + S(a.heads / a.kv) + "_h" + S(a.heads) + "_" +
              seqs_label(a.seqs) + (a.strided ? "_strided" : "") +
-             (a.keys_bucket > 0 ? "_bucket" + S(a.keys_bucket) : "");
+             (a.keys_bucket > 0 ? "_bucket" + S(a.keys_bucket) : "") +
+             (a.block_size != 16 ? "_bs" + S(a.block_size) : "");
     add(c);
   }
 
