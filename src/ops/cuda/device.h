@@ -11,4 +11,12 @@ void check(cudaError_t status, const char* what);
 // so CPU-only machines can skip GPU work visibly instead of failing.
 int device_count();
 
+// What the kernels' launch choices depend on, read once per device.
+struct DeviceLimits {
+  int sms = 0;          // multiprocessors
+  int smem_per_sm = 0;  // bytes of shared memory a multiprocessor has for its blocks
+};
+// Throws flashdraft::Error when `device` is not a usable device.
+const DeviceLimits& device_limits(int device);
+
 }  // namespace flashdraft::ops::cuda

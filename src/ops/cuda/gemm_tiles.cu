@@ -851,12 +851,11 @@ int64_t resident_blocks(int smem) {
   check(cudaGetDevice(&device), "gemm: cudaGetDevice");
   std::atomic<int64_t>& slot = known[device & 63];
   if (int64_t v = slot.load()) return v;
-  int sms = 0, per_sm = 0;
-  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "gemm: cudaDeviceGetAttribute");
+  int per_sm = 0;
   check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemm_kernel<S, Y, MODE, TILED, EPI, FP8>,
                                                       S::kBlockThreads, static_cast<size_t>(smem)),
         "gemm: cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-  const int64_t v = std::max<int64_t>(1, int64_t{sms} * per_sm);
+  const int64_t v = std::max<int64_t>(1, int64_t{device_limits(device).sms} * per_sm);
   slot.store(v);
   return v;
 }

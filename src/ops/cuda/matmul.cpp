@@ -41,7 +41,7 @@ Matmul::Choice choice_for(const Matmul& mm, const GemmArgs& a) {
 Matmul::Matmul() {
   int device = 0;
   check(cudaGetDevice(&device), "cudaGetDevice");
-  check(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+  sms_ = device_limits(device).sms;
 }
 
 Matmul::Choice Matmul::choose(int64_t m, int64_t n, int64_t k, bool bf16_tiles) const {

@@ -46,6 +46,7 @@
 
 #include "core/error.h"
 #include "ops/cuda/common.cuh"
+#include "ops/cuda/device.h"
 #include "ops/cuda/mbarrier.cuh"
 #include "ops/cuda/paged_attention.h"
 #include "ops/cuda/wgmma.cuh"
@@ -1065,28 +1066,6 @@ thread_local PagedAttentionPlan g_last_plan;
 
 constexpr int kMaxDevices = 16;
 
-struct DeviceInfo {
-  bool ready = false;
-  int sms = 0;
-  int smem_per_sm = 0;  // bytes of shared memory a multiprocessor has for its CTAs
-};
-
-const DeviceInfo& device_info(int dev) {
-  static DeviceInfo info[kMaxDevices];
-  if (!info[dev].ready) {
-    int sms = 0, smem = 0;
-    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms <= 0)
-      throw Error("paged_attention: cannot read the multiprocessor count");
-    if (cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess || smem <= 0)
-      throw Error("paged_attention: cannot read the shared memory of a multiprocessor");
-    info[dev].sms = sms;
-    info[dev].smem_per_sm = smem;
-    info[dev].ready = true;
-  }
-  return info[dev];
-}
-int device_sms(int dev) { return device_info(dev).sms; }
-
 // Each instantiation needs its shared-memory limit raised, once per device
 // and size (a launch may ask for more than the kernel uses, see launch()).
 template <int HD, int WM, int WK, int STAGES>
@@ -1316,7 +1295,7 @@ void launch(Params& prm, const AttnBatch& batch, const LaunchPlan& L, int dev, A
   // Shared memory for per_sm CTAs and no more: over a (per_sm + 1)-th of
   // the multiprocessor's (each CTA also holds 1 KB the system reserves).
   const int smem = L.per_sm < C::kCtasPerSm
-                       ? std::max(C::kSmem, device_info(dev).smem_per_sm / (L.per_sm + 1) + 1)
+                       ? std::max(C::kSmem, device_limits(dev).smem_per_sm / (L.per_sm + 1) + 1)
                        : C::kSmem;
   prepare_kernel<HD, WM, WK, kStages>(dev, smem);
   {
@@ -1397,7 +1376,7 @@ void launch_hd(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorks
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kMaxDevices)
     throw Error("paged_attention: no usable current CUDA device");
-  const LaunchPlan L = plan_launch(prm, batch, span, device_sms(dev));
+  const LaunchPlan L = plan_launch(prm, batch, span, device_limits(dev).sms);
   if (!with_layout(10 * L.wm + L.wk, LaunchLayout<HD>{prm, batch, L, dev, ws, stream}))
     throw Error("paged_attention: no kernel for the warp layout " + std::to_string(L.wm) + " x " + std::to_string(L.wk));
 }
