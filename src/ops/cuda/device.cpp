@@ -29,9 +29,9 @@ const DeviceLimits& device_limits(int device) {
   if (device < 0 || device >= kMaxDevices) throw Error("CUDA device " + std::to_string(device) + " out of range");
   std::call_once(read[device], [device] {
     DeviceLimits l;
-    check(cudaDeviceGetAttribute(&l.sms, cudaDevAttrMultiProcessorCount, device), "the multiprocessor count");
+    check(cudaDeviceGetAttribute(&l.sms, cudaDevAttrMultiProcessorCount, device), "reading the multiprocessor count");
     check(cudaDeviceGetAttribute(&l.smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device),
-          "the shared memory of a multiprocessor");
+          "reading the shared memory of a multiprocessor");
     if (l.sms <= 0 || l.smem_per_sm <= 0)
       throw Error("CUDA device " + std::to_string(device) + " reports no multiprocessors");
     limits[device] = l;
