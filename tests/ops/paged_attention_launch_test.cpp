@@ -6,9 +6,11 @@
 // README's measurements are about.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
+#include "ops/cuda/attention_splits.h"
 #include "ops/cuda/paged_attention.h"
 
 namespace fo = flashdraft::ops;
@@ -109,6 +111,49 @@ TEST(PagedAttentionLaunch, GroupingPropertiesHoldEverywhere) {
             ++checked;
           }
   EXPECT_GT(checked, 1000);
+}
+
+// The split positions (attention_splits.h) by which the kernel and the split
+// reduce find a key's split and a row's partial slots: splits tile the keys
+// without gaps or overlaps, each a whole number of tiles, `of` and `begin`
+// agree, and the tiers end where the kernel's comment says.
+TEST(AttentionSplits, SplitsTileTheKeys) {
+  const fc::SplitTiers tiers;
+  for (int s = 0; s < 100; ++s) {
+    const int a = tiers.begin(s), b = tiers.begin(s + 1);
+    ASSERT_GT(b, a) << "split " << s;
+    ASSERT_EQ((b - a) % fc::kAttnTileKeys, 0) << "split " << s;
+    ASSERT_EQ(tiers.of(a), s) << "split " << s;
+    ASSERT_EQ(tiers.of(b - 1), s) << "split " << s;
+  }
+  EXPECT_EQ(tiers.begin(0), 0);
+  EXPECT_EQ(tiers.begin(8), 1024);    // 8 of 128 keys
+  EXPECT_EQ(tiers.begin(20), 4096);   // then 12 of 256
+  EXPECT_EQ(tiers.begin(44), 16384);  // then 24 of 512, then 1024 each
+  EXPECT_EQ(tiers.begin(45) - tiers.begin(44), 1024);
+  EXPECT_EQ(tiers.of(32767) + 1, 60);  // a 32k-key row's partial slots (the reduce's scan path)
+  const fc::SplitTiers uniform = fc::uniform_tiers(192);
+  for (int k = 0; k < 5000; k += 7) ASSERT_EQ(uniform.of(k), k / 192) << "key " << k;
+  EXPECT_EQ(uniform.begin(10), 1920);
+}
+
+// A CTA group is the shortest power-of-two multiple of the first split that
+// leaves at most `most` groups (capped), on the host and in the kernel alike;
+// fit_group_keys allows the second bound only past 8 tiles a group.
+TEST(AttentionSplits, GroupKeysAreTheShortestFit) {
+  for (int range : {1, 64, 100, 1024, 1040, 8208, 16384, 32768, 100000})
+    for (int most : {0, 1, 2, 8, 16, 33, 264}) {
+      const int keys = fc::group_keys_for(range, most, 128, 1 << 30);
+      const std::string at = std::to_string(range) + " keys, at most " + std::to_string(most);
+      ASSERT_EQ(keys % 128, 0) << at;
+      ASSERT_EQ((keys / 128) & (keys / 128 - 1), 0) << at;  // a power of two
+      ASSERT_LE(range / keys, std::max(most, 1)) << at;
+      if (keys > 128) ASSERT_GT(range / (keys / 2), std::max(most, 1)) << at;  // none shorter fits
+      ASSERT_EQ(fc::group_keys_for(range, most, 128, 512), std::min(keys, 512)) << at;  // the cap
+    }
+  const int both[2] = {16, 33};
+  EXPECT_EQ(fc::fit_group_keys(8192, both, 128, 1 << 30), 512);     // 16 groups of 8 tiles: the first bound
+  EXPECT_EQ(fc::fit_group_keys(32768, both, 128, 1 << 30), 1024);   // 2048 would be 32 tiles: the second
 }
 
 }  // namespace

@@ -19,16 +19,19 @@
 //
 // Batch invariance (greedy DFlash must equal plain decoding): a row's output
 // may not depend on the call's other rows, so its arithmetic is one fixed
-// chain. Keys are cut into splits at fixed positions (SplitTiers: 128 keys
-// long up to key 1024, 256 up to 4096, 512 up to 16384, then 1024); within
-// a split the row runs an online softmax over 64-key tiles in key order, from a fresh state; the
-// splits' results are then merged by one left fold in ascending split order
-// (fold_weights / fold_acc below), empty splits skipped. Where that fold runs is free: a CTA that owns a row's whole
-// key range folds in registers as the pipeline crosses each
-// split boundary and writes the output; when the key range is cut into several
-// CTA groups for parallelism (small batches), each CTA writes its splits'
-// partial states and the reduce kernel runs the same fold. Tiles a row cannot
+// chain. Keys are cut into splits at fixed positions (attention_splits.h: 128
+// keys long up to key 1024, 256 up to 4096, 512 up to 16384, then 1024);
+// within a split the row runs an online softmax over 64-key tiles in key
+// order, from a fresh state; the splits' results are then merged by one left
+// fold in ascending split order (attention_fold.cuh), empty splits skipped.
+// Where that fold runs is free: a CTA that owns a row's whole key range folds
+// in registers as the pipeline crosses each split boundary and writes the
+// output; when the key range is cut into several CTA groups for parallelism
+// (small batches), each CTA writes its splits' partial states and the split
+// reduce (paged_attention_reduce.cu) runs the same fold. Tiles a row cannot
 // see, which other rows of its CTA can, leave its state exactly unchanged.
+// Which layout and groups a call gets is decided on the host
+// (paged_attention_plan.cpp).
 //
 // K/V tiles of 64 keys stream through a 3-stage cp.async ring, up to two CTAs
 // per SM for the 4-warp layouts, across split boundaries. Each key row is
@@ -47,8 +50,12 @@
 #include "core/error.h"
 #include "ops/cuda/common.cuh"
 #include "ops/cuda/device.h"
+#include "ops/cuda/attention_fold.cuh"
+#include "ops/cuda/attention_splits.h"
 #include "ops/cuda/mbarrier.cuh"
 #include "ops/cuda/paged_attention.h"
+#include "ops/cuda/paged_attention_plan.h"
+#include "ops/cuda/paged_attention_reduce.h"
 #include "ops/cuda/wgmma.cuh"
 
 namespace flashdraft::ops::cuda {
@@ -56,78 +63,9 @@ namespace {
 
 using bf16 = __nv_bfloat16;
 
-constexpr int kBN = 64;                // keys per pipeline tile
-
-// Where splits start: fixed key positions (batch invariance, see the top),
-// short near the start and longer further on. A short context gets as many
-// splits as a batch-1 call needs CTAs (decode at 1k keys: 8 splits a kv
-// head, 11 us on H100 against 17.6 with 512-key splits; a 16-row block 16.3
-// against 28.3), a long one longer splits, which fold less often (a fold per
-// 128 keys made decode at 32k 84 us against 62 on H100; on H200, decode at
-// batch 1 and 32k took 45.9 us with 1024-key splits against 49.8 with 512).
-// `bench_attention --explore` measures uniform lengths for comparison.
-struct SplitTiers {
-  static constexpr int kTiers = 4;
-  // Tier i holds the keys [end[i - 1], end[i]) (from 0; the last has no end)
-  // in splits of len[i] keys; first[i] is its first split's index. Every
-  // length a multiple of kBN, every end a multiple of its tier's length.
-  int len[kTiers] = {128, 256, 512, 1024};
-  int end[kTiers - 1] = {1024, 4096, 16384};
-  int first[kTiers] = {0, 8, 20, 44};
-  __host__ __device__ constexpr int tier_start(int i) const { return i == 0 ? 0 : end[i - 1]; }
-  // Whether first[] counts the splits of the tiers before each.
-  constexpr bool consistent() const {
-    for (int i = 0; i + 1 < kTiers; ++i)
-      if (first[i + 1] != first[i] + (end[i] - tier_start(i)) / len[i]) return false;
-    return first[0] == 0;
-  }
-  // The split that holds key k.
-  __host__ __device__ int of(int k) const {
-#pragma unroll
-    for (int i = 0; i + 1 < kTiers; ++i)
-      if (k < end[i]) return first[i] + (k - tier_start(i)) / len[i];
-    return first[kTiers - 1] + (k - tier_start(kTiers - 1)) / len[kTiers - 1];
-  }
-  // The first key of split i.
-  __host__ __device__ int begin(int s) const {
-#pragma unroll
-    for (int i = 0; i + 1 < kTiers; ++i)
-      if (s < first[i + 1]) return tier_start(i) + (s - first[i]) * len[i];
-    return tier_start(kTiers - 1) + (s - first[kTiers - 1]) * len[kTiers - 1];
-  }
-  int longest() const { return len[kTiers - 1]; }
-};
-static_assert(SplitTiers{}.consistent(), "SplitTiers: first[] does not match the tier ends and lengths");
-// Groups of keys for a range of `range` keys cut into at most `most` groups
-// (a last one may take a short tail past them): the shortest power-of-two
-// multiple of the first split length (see launch()). The host and the kernel
-// (refitting a recorded step's groups to the real range) share it.
-__host__ __device__ inline int group_keys_for(int range, int most, int first_split, int cap) {
-  int keys = first_split;
-  const int m = most > 1 ? most : 1;
-  while (keys < cap && range / keys > m) keys *= 2;
-  return keys;
-}
-// Both steps of the host's rule: one CTA an SM while that leaves a group at
-// most 8 tiles of kBN keys, else as many as fit.
-__host__ __device__ inline int fit_group_keys(int range, const int (&most)[2], int first_split, int cap) {
-  const int keys = group_keys_for(range, most[0], first_split, cap);
-  return keys > 8 * kBN ? group_keys_for(range, most[1], first_split, cap) : keys;
-}
-
-SplitTiers uniform_tiers(int keys) {
-  SplitTiers t;
-  for (int i = 0; i < SplitTiers::kTiers; ++i) t.len[i] = keys, t.first[i] = 0;
-  for (int i = 0; i + 1 < SplitTiers::kTiers; ++i) t.end[i] = 0;
-  return t;
-}
-// K/V ring depth: 3 stages fit two 4-warp CTAs per SM. (Measured on H100: a
-// 6-stage ring with one CTA per SM for small split batches was 2-7% slower.)
-constexpr int kStagesShared = 3;
-// The prefill layout (8 x 1, one CTA a multiprocessor) runs a 4-stage ring:
-// its warpgroups take turns and issue a tile's copies three tiles ahead.
-constexpr int stages_of(int wm, int wk) { return wm == 8 && wk == 1 ? 4 : kStagesShared; }
-constexpr float kNegInf = -INFINITY;
+using attention::max_ctas_per_sm;
+using attention::stages_of;
+constexpr int kBN = kAttnTileKeys;  // keys per pipeline tile
 
 struct Params {
   const bf16* q;
@@ -188,13 +126,6 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-// ex2.approx of -inf is +0, which the masking relies on.
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
   __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<uint32_t*>(&v);
@@ -220,42 +151,6 @@ __device__ __forceinline__ uint32_t tile_off(int row, int chunk, int rows) {
   else
     return static_cast<uint32_t>(swz<HD>(row, chunk)) * 2u;
 }
-
-// The split merge, shared by the attention kernel (fold mode) and the reduce
-// kernel so that both give the same bits: a left fold over a row's splits in
-// ascending key order. State (m_acc, l_acc, acc[]) starts at (-inf, 0, 0); a
-// split with running max m and sum l (m -inf: the row saw none of its keys)
-// folds in with weights a (old state) and b (split). Every rounding is pinned
-// by an intrinsic so no compiler contraction can differ between the kernels.
-__device__ __forceinline__ float fold_acc(float acc, float a, float x, float b) {
-  return __fmaf_rn(acc, a, __fmul_rn(x, b));
-}
-// The weights of a non-empty split of max m folding into a state of max
-// m_acc: a for the state (0 for the first non-empty split), b for the split;
-// returns the new max. (The reduce's scan path takes them from here too.)
-__device__ __forceinline__ float split_weights(float m_acc, float m, float& a, float& b) {
-  const float mn = fmaxf(m_acc, m);
-  a = fast_exp2(__fsub_rn(m_acc, mn));
-  b = fast_exp2(__fsub_rn(m, mn));
-  return mn;
-}
-__device__ __forceinline__ bool fold_weights(float& m_acc, float& l_acc, float m, float l, float& a, float& b) {
-  if (m == kNegInf) return false;  // an empty split changes nothing
-  m_acc = split_weights(m_acc, m, a, b);
-  l_acc = fold_acc(l_acc, a, l, b);
-  return true;
-}
-// The output acc / l_acc as acc times inv_l = __frcp_rn(l_acc), which the
-// caller computes once per row (each __frcp_rn is a dozen instructions with a
-// slow path: per element it took 11% of a prefill call's warp samples).
-__device__ __forceinline__ float fold_result(float acc, float l_acc, float inv_l) {
-  return l_acc > 0.f ? __fmul_rn(acc, inv_l) : 0.f;
-}
-
-// CTAs of `warps` warps and a ring of `stages` K/V stages that a
-// multiprocessor's shared memory holds (Cfg::kSmem: two of the 4-warp
-// layouts with 3 stages).
-constexpr int max_ctas_per_sm(int warps, int stages) { return (warps > 4 || stages > 3) ? 1 : 2; }
 
 // WM warp rows along M (16 entries each) x WK warps sharing each K/V tile of
 // those rows. The WK warps of a row group split a tile's work along dimensions
@@ -918,150 +813,8 @@ __global__ void __launch_bounds__(32 * WM * WK, Cfg<HD, WM, WK, STAGES>::kCtasPe
   }
 }
 
-// The reduce after a key range cut into several CTA groups: one CTA of HD
-// threads per (row, head), thread e owning output element e; the partial
-// sums of up to kReduceBatch splits are loaded at once (see the kernel).
-constexpr int kReduceBatch = 32;
-struct ReduceParams {
-  const float* part_o;
-  const float2* part_ml;
-  bf16* out;
-  int64_t out_ld;
-  int n_rows, n_heads, slots;
-  // To bound a row's slots by its position: a recorded step's slots cover
-  // its context bucket, mostly past the row's keys (empty, but each a load).
-  const int32_t* positions;
-  SplitTiers splits;
-  int causal, window, max_rows;
-};
-
-// Slots past this many (counted as the attention kernel counts them, from
-// the split holding its CTA's first key) are empty for a row at `pos`: its
-// last visible key is at most `pos` (causal) or within the sequence, whose
-// rows are at most max_rows; its CTA's first key is at least the window's
-// start for the sequence's first row. Bounds only: skipping slots that are
-// empty anyway changes no bits.
-__device__ __forceinline__ int row_slots(const ReduceParams& r, int pos) {
-  int last = r.causal ? pos : pos + r.max_rows - 1;
-  if (r.window > 0 && !r.causal) last = min(last, pos + r.window - 1);
-  const int first = r.window > 0 ? max(0, pos - (r.max_rows - 1) - r.window + 1) : 0;
-  const SplitTiers splits = r.splits;  // a copy in registers (the parameter's would go through the stack)
-  return min(r.slots, max(0, splits.of(last) - splits.of(first) + 1));
-}
-
-// Rows of up to kReduceBatch slots take the split weights from one thread,
-// in sequence, as the kernel's fold does. Rows of more (key ranges past ~10k
-// keys) take them from every thread at once (kScan) and load all their
-// partials (up to 2 kReduceBatch) together; one thread's chain and two
-// rounds of loads had a 60-slot row's reduce end 7.5 us after the attention
-// grid (H200, decode at batch 1 and 32k). A split's weights need only the
-// row's running max before it and with it, and max is exact in any order,
-// so a scan over the slots gives fold_weights' own values; only the row sum
-// stays a chain, folded beside the output in slot order. Two kernels, not a
-// branch: with both paths in one kernel the short rows lost 0.4 us
-// (bench_attention_notes.md).
-template <int HD, bool kScan>
-__global__ void __launch_bounds__(HD) paged_attention_reduce_kernel(const ReduceParams r) {
-  constexpr int kBatch = kScan ? 2 * kReduceBatch : kReduceBatch;
-  const int w = blockIdx.x;  // row * n_heads + head
-  // The row's position is a step input, ready before the attention grid ends.
-  const int slots = r.positions ? row_slots(r, __ldg(r.positions + w / r.n_heads)) : r.slots;
-  const float* __restrict__ part_o = r.part_o;
-  const float2* __restrict__ part_ml = r.part_ml;
-  const int n_rows = r.n_rows, n_heads = r.n_heads;
-  // Launched as a programmatic dependent: it may start while the attention grid drains.
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-  // And lets the output projection (a GEMM) be scheduled while this runs.
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-  // Per slot: one thread's (m, l), then the weights (a, b); with kScan the
-  // weights and the split's row sum (a, b, l). b < 0: an empty split.
-  extern __shared__ __align__(16) unsigned char s_slots[];
-  __shared__ float s_l;
-  const int e = threadIdx.x;
-  const int64_t stride = static_cast<int64_t>(n_rows) * n_heads;
-  const float* src = part_o + static_cast<int64_t>(w) * HD + e;
-  float v[kBatch];
-#pragma unroll
-  for (int j = 0; j < kBatch; ++j) v[j] = j < slots ? __ldcg(src + j * stride * HD) : 0.f;
-  if constexpr (kScan) {
-    float4* s_abl = reinterpret_cast<float4*>(s_slots);
-    constexpr int kWarps = HD / 32;
-    __shared__ float s_warp_max[kWarps];
-    const int lane = e % 32, warp = e / 32;
-    // HD slots at a time, thread e taking slot c0 + e; `carry` is the max of the slots before c0.
-    float carry = kNegInf;
-    for (int c0 = 0; c0 < slots; c0 += HD) {
-      const int i = c0 + e;
-      const float2 ml = i < slots ? __ldcg(part_ml + i * stride + w) : make_float2(kNegInf, 0.f);
-      float incl = ml.x;  // max over this warp's slots up to i
-#pragma unroll
-      for (int d = 1; d < 32; d *= 2) {
-        const float o = __shfl_up_sync(0xffffffffu, incl, d);
-        if (lane >= d) incl = fmaxf(incl, o);
-      }
-      const float excl_warp = __shfl_up_sync(0xffffffffu, incl, 1);
-      if (lane == 31) s_warp_max[warp] = incl;
-      __syncthreads();
-      float before = carry;  // the max of every slot before this warp's first
-      for (int k = 0; k < warp; ++k) before = fmaxf(before, s_warp_max[k]);
-      // The left fold's running max before slot i (split_weights takes the max with it).
-      const float m_acc = lane == 0 ? before : fmaxf(before, excl_warp);
-      if (i < slots) {
-        float a = 0.f, b = -1.f;
-        if (ml.x != kNegInf) split_weights(m_acc, ml.x, a, b);
-        s_abl[i] = make_float4(a, b, ml.y, 0.f);
-      }
-      for (int k = 0; k < kWarps; ++k) carry = fmaxf(carry, s_warp_max[k]);
-      __syncthreads();  // s_warp_max is rewritten by the next round; s_abl is read below
-    }
-  } else {
-    float2* s_w = reinterpret_cast<float2*>(s_slots);
-    for (int i = e; i < slots; i += HD) s_w[i] = __ldcg(part_ml + i * stride + w);
-    __syncthreads();
-    if (e == 0) {
-      float m_acc = kNegInf, l_acc = 0.f;
-      for (int i = 0; i < slots; ++i) {
-        const float2 ml = s_w[i];
-        float a, b;
-        s_w[i] = fold_weights(m_acc, l_acc, ml.x, ml.y, a, b) ? make_float2(a, b) : make_float2(0.f, -1.f);
-      }
-      s_l = l_acc;
-    }
-    __syncthreads();
-  }
-  float acc = 0.f, l_acc = 0.f;
-  for (int i0 = 0; i0 < slots; i0 += kBatch) {
-    if (i0 > 0) {
-#pragma unroll
-      for (int j = 0; j < kBatch; ++j) v[j] = i0 + j < slots ? __ldcg(src + (i0 + j) * stride * HD) : 0.f;
-    }
-#pragma unroll
-    for (int j = 0; j < kBatch; ++j) {
-      if (i0 + j < slots) {
-        if constexpr (kScan) {
-          const float4 abl = reinterpret_cast<const float4*>(s_slots)[i0 + j];
-          if (abl.y >= 0.f) {
-            acc = fold_acc(acc, abl.x, v[j], abl.y);
-            l_acc = fold_acc(l_acc, abl.x, abl.z, abl.y);
-          }
-        } else {
-          const float2 ab = reinterpret_cast<const float2*>(s_slots)[i0 + j];
-          if (ab.y >= 0.f) acc = fold_acc(acc, ab.x, v[j], ab.y);
-        }
-      }
-    }
-  }
-  if constexpr (!kScan) l_acc = s_l;
-  const int row = w / n_heads, h = w % n_heads;
-  r.out[static_cast<int64_t>(row) * r.out_ld + h * HD + e] =
-      __float2bfloat16_rn(fold_result(acc, l_acc, __frcp_rn(l_acc)));
-}
-
 // ---- host side ----
 
-int g_forced_groups = 0;
-int g_split_keys = 0;     // 0: SplitTiers' defaults
-int g_forced_layout = 0;  // 10 * warps along M + warps sharing a tile; 0: launch_hd's choice
 thread_local PagedAttentionPlan g_last_plan;
 
 constexpr int kMaxDevices = 16;
@@ -1090,173 +843,9 @@ void check_tensor(const Tensor& t, const char* name, int64_t min_cols) {
                 " needs a row stride that is a multiple of 8 elements and 16-byte aligned data");
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// Tiles on the critical path of a grid whose key range of `reach` keys is cut
-// into `groups` groups of `group_keys` (the last takes the rest): CTAs run in
-// waves of `capacity` in index order (kv head fastest, then key group), each
-// wave as long as its longest CTA. A coarse model, used only to compare two
-// groupings of one launch.
-int64_t path_tiles(int64_t units, int64_t n_kv, int64_t groups, int64_t group_keys, int64_t reach, int64_t capacity) {
-  const int64_t ctas = units * groups;
-  int64_t total = 0;
-  for (int64_t first = 0; first < ctas; first += capacity) {
-    int64_t most = 0;
-    for (int64_t idx = first; idx < std::min(ctas, first + capacity); ++idx) {
-      const int64_t g = (idx / n_kv) % groups;
-      most = std::max(most, ceil_div(g + 1 < groups ? group_keys : reach - g * group_keys, kBN));
-    }
-    total += most;
-  }
-  return total;
-}
-
-// How launch() cuts each (sequence, kv head, M tile) unit's key range of
-// `reach` keys into CTA groups, for a layout that fits `per_sm` CTAs a
-// multiprocessor.
-struct Grouping {
-  int64_t groups = 1, group_keys = 0;
-  int most[2] = {0, 0};  // the host's rule's bounds (Params::fit_most before the grid's cap)
-  int64_t capacity = 0;  // CTAs resident at once
-};
-Grouping plan_groups(const SplitTiers& splits, int64_t units, int64_t n_kv, int64_t reach, int64_t sms, int per_sm) {
-  // Batches too small to give every SM a CTA have their key range cut into
-  // groups of whole splits, of equal keys: 128 x 2^i of them, which puts
-  // group edges on split edges (a group never takes two 512-key splits where
-  // its neighbours take one). One CTA per SM while that leaves each at most
-  // 8 tiles, else as many CTAs as fit; a last, partial group may go past
-  // (a 16-row block's 16 keys past 8k). H100, decode batch 1, 8k: 16 groups
-  // of 8 tiles 26.3 us, 32 of 4 tiles 28.0; 16k: 16 of 16 tiles 40.9, 32 of
-  // 8 tiles 38.6; a second wave of CTAs costs more than an idle SM. The
-  // grouping changes no bits (see the top), only where the fold runs. A
-  // group's keys start at the split holding its first key, up to one longest
-  // split before it under a window.
-  Grouping g;
-  const auto clamp_int = [](int64_t v) { return static_cast<int>(std::min<int64_t>(v, 1 << 30)); };
-  g.most[0] = clamp_int(sms / units);
-  g.most[1] = clamp_int(sms * per_sm / units);
-  g.capacity = sms * per_sm;
-  g.group_keys = fit_group_keys(clamp_int(reach), g.most, splits.len[0], 1 << 30);
-  if (g_forced_groups > 0)
-    g.group_keys = std::max<int64_t>(kBN, ceil_div(ceil_div(reach, g_forced_groups), kBN) * kBN);
-  // A batch that fills the GPU folds in the kernel.
-  g.groups = units >= sms && g_forced_groups == 0 ? 1 : std::max<int64_t>(1, ceil_div(reach, g.group_keys));
-  // The last group may be a few keys (a 16-row block's 16 past 1024). Where
-  // its CTAs push full-length ones into a second wave, the group before it
-  // takes them instead (H100, 16-row blocks at batch 8, ctx 1k: 61 -> 48 us);
-  // where they only trail the first wave it stays (batch 1, 8k: 36.7 us
-  // against 40.6 merged). A grid of one wave never gains by it (its longest
-  // CTA only gets longer), so most small calls skip the comparison.
-  if (g.groups > 1 && g_forced_groups == 0 && units * g.groups > g.capacity &&
-      path_tiles(units, n_kv, g.groups - 1, g.group_keys, reach, g.capacity) <
-          path_tiles(units, n_kv, g.groups, g.group_keys, reach, g.capacity))
-    --g.groups;
-  if (g.groups <= 1) g.group_keys = reach;
-  return g;
-}
-
-// A launch, decided on the host before anything runs: the warp layout (wm
-// rows of 16 entries x wk warps sharing each K/V tile), how many CTAs a
-// multiprocessor may hold (at most what its shared memory allows; fewer are
-// asked for through the shared memory, see launch()) and the key groups.
-struct LaunchPlan {
-  int wm = 1, wk = 4, per_sm = 1;
-  int m_tiles = 1;
-  int64_t units = 0;  // (sequence, kv head, M tile) triples
-  int64_t reach = 0;  // keys a unit's groups cover
-  int64_t slots = 0;  // partial slots a row's range can touch
-  Grouping grouping;
-};
-
-LaunchPlan plan_layout(const Params& prm, const AttnBatch& batch, int64_t span, int64_t sms, int wm, int wk,
-                       int per_sm) {
-  LaunchPlan L;
-  L.wm = wm;
-  L.wk = wk;
-  L.per_sm = std::clamp(per_sm, 1, max_ctas_per_sm(wm * wk, stages_of(wm, wk)));
-  L.m_tiles = static_cast<int>(ceil_div(static_cast<int64_t>(batch.max_rows) * prm.group, 16 * wm));
-  L.units = static_cast<int64_t>(batch.n_seqs) * prm.n_kv * L.m_tiles;
-  // Splits a CTA's key range can touch: counted from the split holding its
-  // first key, which under a window need not be aligned.
-  // Splits only lengthen with the key, so a range starting past 0 touches no
-  // more of them than one starting at 0, plus one when it starts unaligned.
-  L.slots = prm.splits.of(static_cast<int>(span - 1)) + 1 + (prm.window > 0 ? 1 : 0);
-  L.reach = span + (prm.window > 0 ? prm.splits.longest() : 0);
-  L.grouping = plan_groups(prm.splits, L.units, prm.n_kv, L.reach, sms, L.per_sm);
-  return L;
-}
-
-int64_t critical_path_tiles(const LaunchPlan& L, int64_t n_kv) {
-  return path_tiles(L.units, n_kv, L.grouping.groups, L.grouping.group_keys, L.reach, L.grouping.capacity);
-}
-
-LaunchPlan plan_launch(const Params& prm, const AttnBatch& batch, int64_t span, int64_t sms) {
-  // A layout at as many CTAs a multiprocessor as its shared memory allows.
-  auto at_most = [&](int wm, int wk) { return plan_layout(prm, batch, span, sms, wm, wk, 2); };
-  if (g_forced_layout != 0) return at_most(g_forced_layout / 10, g_forced_layout % 10);
-  // M = GQA heads x query rows of the longest sequence: decode packs into one
-  // 16-entry tile whose K/V tiles 4 warps share, blocks into 64 (a warp per
-  // 16; at small batches 8 warps, two per 16 entries, so each tile's math
-  // finishes sooner), prefill into 128-entry tiles (8 warps) to halve the K/V
-  // re-reads. The layout changes no bits (see Cfg).
-  const int64_t m = static_cast<int64_t>(batch.max_rows) * prm.group;
-  if (m <= 16) return at_most(1, 4);
-  if (m <= 32) return at_most(2, 2);
-  if (m > 64) return at_most(8, 1);
-  const int64_t heads = static_cast<int64_t>(batch.n_seqs) * prm.n_kv;
-  // Short key ranges whose 16-entry tiles alone fill the GPU in one wave
-  // run 1 x 4 (four warps share each tile, the fold stays in the kernel):
-  // H100, 16-row blocks at batch 8, ctx 1k: 38.6 us against 48.2 for 4 x 2
-  // in two key groups. Up to 2048 keys, a recorded step's context bucket
-  // above 1k (the two are about even at 2k). Past that, 4 x 1 (two CTAs a
-  // multiprocessor, so twice the key groups) beats 4 x 2 from two
-  // sequences up: H200, ctx 8k, bench_cycle's cycle at batch 2 / 4 / 8
-  // 8.02-8.04 / 11.95-11.97 / 16.10 ms -> 7.65-7.72 / 11.16-11.24 /
-  // 14.84-14.97 (bench_attention --explore: 47.7 / 83.7 / 152.5 us -> 41.9
-  // / 72.9 / 125.9); at 1k 4 x 1 lost in the cycle (batch 4: 9.76-9.77 ->
-  // 10.01-10.07 ms) though it won alone, so 4 x 2 stays there, and at
-  // batch 1 (where 2 x 2, also faster alone, lost too: fp8 drafter, 1k,
-  // 5.65-5.69 -> 5.78 ms).
-  const int64_t tiles16 = heads * ceil_div(m, 16);
-  if (tiles16 >= sms && tiles16 <= 2 * sms && span <= 32 * kBN) return at_most(1, 4);
-  if (heads < sms && span <= 32 * kBN) return at_most(4, 2);
-  if (heads * 16 > sms) return at_most(4, 1);
-  // At batch 1 past 2048 keys, 4 x 1 with one CTA a multiprocessor, unless
-  // two a multiprocessor take 4 tiles or more off the critical path. Two a
-  // multiprocessor cost more inside the cycle than alone: a grid launched
-  // early (a programmatic dependent of the qkv projection) lands two CTAs on
-  // each multiprocessor that frees up first while others stay idle. H200,
-  // bench_cycle at 8192 keys, fp8 drafter, batch 1 (41 block calls a cycle;
-  // paths of 9 tiles at one a multiprocessor, 8 at two): cycle 6.23-6.27 ms
-  // with 4 x 2, 6.45-6.47 with 4 x 1 at two, 6.30-6.33 with those launched
-  // without the early start, 6.12-6.14 with 4 x 1 at one; alone 4 x 2 took
-  // 31.0 us and 4 x 1 29.0-30.0 at either. Past 16 x 512 keys one a
-  // multiprocessor leaves a kv head at most 16 key groups, so they double (a
-  // recorded step's 16384-key bucket: 16 tiles a CTA against 8); there two a
-  // multiprocessor took the engine's DFlash step (fp8 drafter, 12000 + 400
-  // tokens) to 149.2-149.4 tok/s against 143.6-143.9 at one and 142.7 with
-  // 4 x 2 (bench_attention_notes.md).
-  const LaunchPlan one = plan_layout(prm, batch, span, sms, 4, 1, 1);
-  const LaunchPlan two = plan_layout(prm, batch, span, sms, 4, 1, 2);
-  return critical_path_tiles(one, prm.n_kv) >= critical_path_tiles(two, prm.n_kv) + 4 ? two : one;
-}
-
-PagedAttentionPlan describe(const LaunchPlan& L, const Params& prm) {
-  const int64_t groups = L.grouping.groups;
-  return PagedAttentionPlan{16 * L.wm,
-                            L.wk,
-                            L.m_tiles,
-                            static_cast<int>(groups),
-                            static_cast<int>(L.grouping.group_keys),
-                            static_cast<int>(std::min<int64_t>(L.units * groups, 0x7fffffff)),
-                            stages_of(L.wm, L.wk),
-                            prm.splits.len[0],
-                            L.per_sm};
-}
-
 template <int HD, int WM, int WK>
-void launch(Params& prm, const AttnBatch& batch, const LaunchPlan& L, int dev, AttentionWorkspace& ws,
-            cudaStream_t stream) {
+void launch(Params& prm, const attention::AttnShape& shape, const AttnBatch& batch, const attention::LaunchPlan& L,
+            int dev, AttentionWorkspace& ws, cudaStream_t stream) {
   constexpr int kStages = stages_of(WM, WK);
   using C = Cfg<HD, WM, WK, kStages>;
   prm.m_tiles = L.m_tiles;
@@ -1267,7 +856,7 @@ void launch(Params& prm, const AttnBatch& batch, const LaunchPlan& L, int dev, A
   // by the grid's groups: with its range equal to reach that gives
   // group_keys again (each step's shortest fit is group_keys or longer).
   prm.fit_most[0] = prm.fit_most[1] = 0;
-  if (groups > 1 && g_forced_groups == 0) {
+  if (groups > 1 && attention::forced_groups() == 0) {
     prm.fit_most[0] = std::min(L.grouping.most[0], prm.groups);
     prm.fit_most[1] = std::min(L.grouping.most[1], prm.groups);
   }
@@ -1291,7 +880,7 @@ void launch(Params& prm, const AttnBatch& batch, const LaunchPlan& L, int dev, A
 
   const int64_t ctas = L.units * groups;
   if (ctas > 0x7fffffff) throw Error("paged_attention: batch too large for one grid");
-  g_last_plan = describe(L, prm);
+  g_last_plan = attention::describe(L, shape);
   // Shared memory for per_sm CTAs and no more: over a (per_sm + 1)-th of
   // the multiprocessor's (each CTA also holds 1 KB the system reserves).
   const int smem = L.per_sm < C::kCtasPerSm
@@ -1317,85 +906,37 @@ void launch(Params& prm, const AttnBatch& batch, const LaunchPlan& L, int dev, A
     if (e != cudaSuccess) throw Error(std::string("paged_attention: launch: ") + cudaGetErrorString(e));
   }
   if (groups > 1) {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(static_cast<unsigned>(static_cast<int64_t>(batch.n_rows) * prm.n_heads));
-    cfg.blockDim = dim3(HD);
-    const bool many = slots > kReduceBatch;
-    cfg.dynamicSmemBytes = static_cast<size_t>(slots) * (many ? sizeof(float4) : sizeof(float2));
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    const ReduceParams rp{prm.part_o,      prm.part_ml, prm.out,      prm.out_ld, batch.n_rows, prm.n_heads,
-                          static_cast<int>(slots), batch.positions, prm.splits, prm.causal, prm.window,
-                          batch.max_rows};
-    const cudaError_t e = cudaLaunchKernelEx(
-        &cfg, many ? paged_attention_reduce_kernel<HD, true> : paged_attention_reduce_kernel<HD, false>, rp);
-    if (e != cudaSuccess) throw Error(std::string("paged_attention: reduce launch: ") + cudaGetErrorString(e));
-  }
-}
-
-// The warp layouts the kernel is built for, by code (10 * warps along M +
-// warps sharing a tile): calls f.template run<WM, WK>() for the code's
-// layout and says whether there is one.
-template <class F>
-bool with_layout(int code, F&& f) {
-  switch (code) {
-    case 14: f.template run<1, 4>(); return true;
-    case 22: f.template run<2, 2>(); return true;
-    case 42: f.template run<4, 2>(); return true;
-    case 41: f.template run<4, 1>(); return true;
-    case 81: f.template run<8, 1>(); return true;
-    default: return false;
+    const SplitReduceParams rp{prm.part_o,      prm.part_ml, prm.out,      prm.out_ld, batch.n_rows, prm.n_heads,
+                               static_cast<int>(slots), batch.positions, prm.splits, prm.causal, prm.window,
+                               batch.max_rows};
+    launch_split_reduce(rp, HD, stream);
   }
 }
 
 template <int HD>
 struct LaunchLayout {
   Params& prm;
+  const attention::AttnShape& shape;
   const AttnBatch& batch;
-  const LaunchPlan& L;
+  const attention::LaunchPlan& L;
   int dev;
   AttentionWorkspace& ws;
   cudaStream_t stream;
   template <int WM, int WK>
   void run() {
-    launch<HD, WM, WK>(prm, batch, L, dev, ws, stream);
+    launch<HD, WM, WK>(prm, shape, batch, L, dev, ws, stream);
   }
 };
 
-struct NoLaunch {
-  template <int WM, int WK>
-  void run() {}
-};
-
 template <int HD>
-void launch_hd(Params& prm, const AttnBatch& batch, int64_t span, AttentionWorkspace& ws, cudaStream_t stream) {
+void launch_hd(Params& prm, const attention::AttnShape& shape, const AttnBatch& batch, int64_t span,
+               AttentionWorkspace& ws, cudaStream_t stream) {
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kMaxDevices)
     throw Error("paged_attention: no usable current CUDA device");
-  const LaunchPlan L = plan_launch(prm, batch, span, device_limits(dev).sms);
-  if (!with_layout(10 * L.wm + L.wk, LaunchLayout<HD>{prm, batch, L, dev, ws, stream}))
+  const attention::LaunchPlan L = attention::plan_launch(shape, batch, span, device_limits(dev).sms);
+  if (!attention::with_layout(10 * L.wm + L.wk, LaunchLayout<HD>{prm, shape, batch, L, dev, ws, stream}))
     throw Error("paged_attention: no kernel for the warp layout " + std::to_string(L.wm) + " x " + std::to_string(L.wk));
-}
-
-// What a launch's shape depends on: heads, mask and split positions into
-// prm; returns the longest key range one CTA can be given (a window: its
-// rows' window, twice without causality, plus alignment slack).
-int64_t shape_params(Params& prm, const AttnBatch& batch, const AttentionMask& mask, int64_t n_heads,
-                     int64_t n_kv_heads) {
-  prm.n_kv = static_cast<int>(n_kv_heads);
-  prm.group = static_cast<int>(n_heads / n_kv_heads);
-  prm.n_heads = static_cast<int>(n_heads);
-  prm.causal = mask.causal ? 1 : 0;
-  // A window at least as long as every key range hides nothing.
-  const int64_t max_keys = std::max<int64_t>(1, batch.max_keys);
-  prm.window = (mask.window <= 0 || mask.window >= max_keys) ? 0 : static_cast<int>(mask.window);
-  prm.splits = g_split_keys > 0 ? uniform_tiers(g_split_keys) : SplitTiers{};
-  if (prm.window == 0) return max_keys;
-  return std::min<int64_t>(max_keys, (mask.causal ? 1 : 2) * int64_t{prm.window} + batch.max_rows + kBN);
 }
 
 }  // namespace
@@ -1405,31 +946,7 @@ AttentionWorkspace::~AttentionWorkspace() {
   for (void* p : retired) cudaFree(p);
 }
 
-void set_paged_attention_forced_splits(int groups) { g_forced_groups = std::max(0, groups); }
-
-void set_paged_attention_split_keys(int keys) {
-  g_split_keys = keys > 0 ? std::max(kBN, keys / kBN * kBN) : 0;
-}
-
-void set_paged_attention_forced_layout(int warps_m, int warps_k) {
-  const int code = 10 * warps_m + warps_k;
-  if (code != 0 && !with_layout(code, NoLaunch{}))
-    throw Error("paged_attention: no warp layout " + std::to_string(warps_m) + " x " + std::to_string(warps_k) +
-                " (there are 1x4, 2x2, 4x2, 4x1, 8x1)");
-  g_forced_layout = code;
-}
-
 PagedAttentionPlan last_paged_attention_plan() { return g_last_plan; }
-
-PagedAttentionPlan plan_paged_attention(const AttnBatch& batch, const AttentionMask& mask, int64_t n_heads,
-                                        int64_t n_kv_heads, int sms) {
-  if (n_kv_heads <= 0 || n_heads <= 0 || n_heads % n_kv_heads != 0 || sms <= 0 || batch.n_seqs <= 0 ||
-      batch.max_rows <= 0)
-    throw Error("plan_paged_attention: needs whole GQA groups, a multiprocessor and a non-empty batch");
-  Params prm{};
-  const int64_t span = shape_params(prm, batch, mask, n_heads, n_kv_heads);
-  return describe(plan_launch(prm, batch, span, sms), prm);
-}
 
 void paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& out,
                      const AttnBatch& batch, const AttentionMask& mask, int64_t n_heads, int64_t n_kv_heads,
@@ -1473,12 +990,19 @@ void paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cac
   for (int sh = 0; sh < 31; ++sh)
     if ((1 << sh) == batch.block_size) prm.bs_shift = sh;
   prm.scale_log2 = scale * 1.4426950408889634f;
-  const int64_t span = shape_params(prm, batch, mask, n_heads, n_kv_heads);
+  attention::AttnShape shape;
+  const int64_t span = attention::attention_shape(shape, batch, mask, n_heads, n_kv_heads);
+  prm.n_kv = shape.n_kv;
+  prm.group = shape.group;
+  prm.n_heads = shape.n_heads;
+  prm.causal = shape.causal;
+  prm.window = shape.window;
+  prm.splits = shape.splits;
 
   if (head_dim == 64)
-    launch_hd<64>(prm, batch, span, workspace, stream);
+    launch_hd<64>(prm, shape, batch, span, workspace, stream);
   else
-    launch_hd<128>(prm, batch, span, workspace, stream);
+    launch_hd<128>(prm, shape, batch, span, workspace, stream);
 }
 
 }  // namespace flashdraft::ops::cuda
