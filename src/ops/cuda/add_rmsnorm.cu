@@ -5,6 +5,7 @@
 #include "ops/cuda/checks.h"
 #include "ops/cuda/common.cuh"
 #include "ops/cuda/device.h"
+#include "ops/cuda/kernel_launch.h"
 #include "ops/cuda/kernels.h"
 
 namespace flashdraft::ops::cuda {
@@ -102,20 +103,13 @@ void add_rmsnorm(const Tensor& residual, const Tensor& delta, const Tensor& w, c
   const int64_t threads = std::min<int64_t>(1024, (vectors + 31) / 32 * 32);
   const int64_t iters = (vectors + threads - 1) / threads;
   if (iters > 8) fail("add_rmsnorm", "rows of " + std::to_string(residual.cols) + " elements are longer than supported");
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(residual.rows));
-  cfg.blockDim = dim3(static_cast<unsigned>(threads));
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = residual.rows > kEarlyLaunchRows ? 1 : 0;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  const KernelLaunch grid(dim3(static_cast<unsigned>(residual.rows)), dim3(static_cast<unsigned>(threads)), 0, stream,
+                          residual.rows > kEarlyLaunchRows);
   const auto launch = [&](auto iters_c) {
     constexpr int kIters = decltype(iters_c)::value;
     FD_DISPATCH_VEC(v, V,
-                    check(cudaLaunchKernelEx(&cfg, add_rmsnorm_kernel<V, kIters>, residual.as<float>(), residual.ld,
-                                             delta.as<bf16>(), delta.ld, w.as<bf16>(), y.as<bf16>(), y.ld,
+                    check(cudaLaunchKernelEx(&grid.config, add_rmsnorm_kernel<V, kIters>, residual.as<float>(),
+                                             residual.ld, delta.as<bf16>(), delta.ld, w.as<bf16>(), y.as<bf16>(), y.ld,
                                              residual_out ? out.as<bf16>() : nullptr, out.ld, residual.cols, eps),
                           "add_rmsnorm kernel launch"));
   };

@@ -29,6 +29,7 @@
 #include "ops/cuda/gemm_invariant.cuh"
 #include "ops/cuda/gemm_tiles.h"
 #include "ops/cuda/glu_math.cuh"
+#include "ops/cuda/kernel_launch.h"
 #include "ops/cuda/matmul_tiles.h"
 #include "ops/cuda/mbarrier.cuh"
 #include "ops/cuda/rope_math.cuh"
@@ -870,21 +871,9 @@ void launch_mode(const GemmArgs& a, int slices, cudaStream_t stream) {
   if (S::PRODUCER && TILED && MODE != Mode::Split && FD_GEMM_PERSISTENT)
     blocks = std::min(blocks, resident_blocks<S, Y, MODE, TILED, EPI, FP8>(smem));
   const dim3 grid(static_cast<unsigned>(blocks), MODE == Mode::Split ? static_cast<unsigned>(slices) : 1u);
-  cudaLaunchConfig_t config{};
-  config.gridDim = grid;
-  config.blockDim = dim3(S::kBlockThreads);
-  config.dynamicSmemBytes = static_cast<size_t>(smem);
-  config.stream = stream;
-  cudaLaunchAttribute attrs[2]{};
-  attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attrs[0].val.programmaticStreamSerializationAllowed = FD_GEMM_PDL;
-  attrs[1].id = cudaLaunchAttributeClusterDimension;
-  attrs[1].val.clusterDim.x = 1;
-  attrs[1].val.clusterDim.y = MODE == Mode::Split ? static_cast<unsigned>(slices) : 1u;
-  attrs[1].val.clusterDim.z = 1;
-  config.attrs = attrs;
-  config.numAttrs = MODE == Mode::Split ? 2 : 1;
-  check(cudaLaunchKernelEx(&config, kernel, a), "gemm kernel launch");
+  KernelLaunch launch(grid, dim3(S::kBlockThreads), static_cast<size_t>(smem), stream, FD_GEMM_PDL);
+  if constexpr (MODE == Mode::Split) launch.clusters(1, static_cast<unsigned>(slices), 1);  // a tile's slices
+  check(cudaLaunchKernelEx(&launch.config, kernel, a), "gemm kernel launch");
 }
 
 template <class S, class Y, bool TILED, bool FP8 = false>

@@ -50,6 +50,7 @@
 #include "core/error.h"
 #include "ops/cuda/common.cuh"
 #include "ops/cuda/device.h"
+#include "ops/cuda/kernel_launch.h"
 #include "ops/cuda/attention_fold.cuh"
 #include "ops/cuda/attention_splits.h"
 #include "ops/cuda/mbarrier.cuh"
@@ -888,21 +889,13 @@ void launch(Params& prm, const attention::AttnShape& shape, const AttnBatch& bat
                        : C::kSmem;
   prepare_kernel<HD, WM, WK, kStages>(dev, smem);
   {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(static_cast<unsigned>(ctas));
-    cfg.blockDim = dim3(C::kThreads);
-    cfg.dynamicSmemBytes = static_cast<size_t>(smem);
-    cfg.stream = stream;
     // (Measured on H100: launching the kv heads of one (sequence, split) as an
     // 8-CTA cluster, to read each pool block together, was 20-60% slower.)
     // A programmatic dependent: its CTAs look up their first blocks while
     // the kernel before (rope_store_kv) runs, and wait for it after.
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    const cudaError_t e = cudaLaunchKernelEx(&cfg, paged_attention_kernel<HD, WM, WK, kStages>, prm);
+    const KernelLaunch launch(dim3(static_cast<unsigned>(ctas)), dim3(C::kThreads), static_cast<size_t>(smem), stream,
+                              true);
+    const cudaError_t e = cudaLaunchKernelEx(&launch.config, paged_attention_kernel<HD, WM, WK, kStages>, prm);
     if (e != cudaSuccess) throw Error(std::string("paged_attention: launch: ") + cudaGetErrorString(e));
   }
   if (groups > 1) {

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "ops/cuda/attention_fold.cuh"
+#include "ops/cuda/kernel_launch.h"
 
 namespace flashdraft::ops::cuda {
 namespace {
@@ -139,23 +140,17 @@ __global__ void __launch_bounds__(HD) paged_attention_reduce_kernel(const SplitR
 }  // namespace
 
 void launch_split_reduce(const SplitReduceParams& r, int head_dim, cudaStream_t stream) {
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(static_cast<int64_t>(r.n_rows) * r.n_heads));
-  cfg.blockDim = dim3(static_cast<unsigned>(head_dim));
   const bool many = r.slots > kReduceBatch;
-  cfg.dynamicSmemBytes = static_cast<size_t>(r.slots) * (many ? sizeof(float4) : sizeof(float2));
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  const KernelLaunch launch(dim3(static_cast<unsigned>(static_cast<int64_t>(r.n_rows) * r.n_heads)),
+                            dim3(static_cast<unsigned>(head_dim)),
+                            static_cast<size_t>(r.slots) * (many ? sizeof(float4) : sizeof(float2)), stream, true);
   cudaError_t e = cudaErrorInvalidValue;
   if (head_dim == 64)
-    e = cudaLaunchKernelEx(&cfg, many ? paged_attention_reduce_kernel<64, true> : paged_attention_reduce_kernel<64, false>, r);
+    e = cudaLaunchKernelEx(&launch.config,
+                           many ? paged_attention_reduce_kernel<64, true> : paged_attention_reduce_kernel<64, false>, r);
   else if (head_dim == 128)
-    e = cudaLaunchKernelEx(&cfg, many ? paged_attention_reduce_kernel<128, true> : paged_attention_reduce_kernel<128, false>,
-                           r);
+    e = cudaLaunchKernelEx(&launch.config,
+                           many ? paged_attention_reduce_kernel<128, true> : paged_attention_reduce_kernel<128, false>, r);
   if (e != cudaSuccess) throw Error(std::string("paged_attention: reduce launch: ") + cudaGetErrorString(e));
 }
 
