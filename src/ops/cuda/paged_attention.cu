@@ -48,11 +48,11 @@
 #include <string>
 
 #include "core/error.h"
+#include "ops/cuda/attention_fold.cuh"
+#include "ops/cuda/attention_splits.h"
 #include "ops/cuda/common.cuh"
 #include "ops/cuda/device.h"
 #include "ops/cuda/kernel_launch.h"
-#include "ops/cuda/attention_fold.cuh"
-#include "ops/cuda/attention_splits.h"
 #include "ops/cuda/mbarrier.cuh"
 #include "ops/cuda/paged_attention.h"
 #include "ops/cuda/paged_attention_plan.h"

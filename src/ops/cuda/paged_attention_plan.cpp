@@ -51,9 +51,9 @@ Grouping plan_groups(const SplitTiers& splits, int64_t units, int64_t n_kv, int6
   // (a 16-row block's 16 keys past 8k). H100, decode batch 1, 8k: 16 groups
   // of 8 tiles 26.3 us, 32 of 4 tiles 28.0; 16k: 16 of 16 tiles 40.9, 32 of
   // 8 tiles 38.6; a second wave of CTAs costs more than an idle SM. The
-  // grouping changes no bits (see the top), only where the fold runs. A
-  // group's keys start at the split holding its first key, up to one longest
-  // split before it under a window.
+  // grouping changes no bits (paged_attention.cu's top comment), only where
+  // the fold runs. A group's keys start at the split holding its first key,
+  // up to one longest split before it under a window.
   Grouping g;
   const auto clamp_int = [](int64_t v) { return static_cast<int>(std::min<int64_t>(v, 1 << 30)); };
   g.most[0] = clamp_int(sms / units);
@@ -110,7 +110,7 @@ LaunchPlan plan_launch(const AttnShape& shape, const AttnBatch& batch, int64_t s
   // 16-entry tile whose K/V tiles 4 warps share, blocks into 64 (a warp per
   // 16; at small batches 8 warps, two per 16 entries, so each tile's math
   // finishes sooner), prefill into 128-entry tiles (8 warps) to halve the K/V
-  // re-reads. The layout changes no bits (see Cfg).
+  // re-reads. The layout changes no bits (paged_attention.cu's Cfg).
   const int64_t m = static_cast<int64_t>(batch.max_rows) * shape.group;
   if (m <= 16) return at_most(1, 4);
   if (m <= 32) return at_most(2, 2);

@@ -42,7 +42,7 @@ int64_t attention_shape(AttnShape& shape, const AttnBatch& batch, const Attentio
 // multiprocessor.
 struct Grouping {
   int64_t groups = 1, group_keys = 0;
-  int most[2] = {0, 0};  // the host's rule's bounds (Params::fit_most before the grid's cap)
+  int most[2] = {0, 0};  // the host's rule's bounds (the kernel's Params::fit_most before the grid's cap)
   int64_t capacity = 0;  // CTAs resident at once
 };
 // A launch, decided on the host before anything runs: the warp layout (wm
