@@ -148,7 +148,9 @@ TEST(AttentionSplits, GroupKeysAreTheShortestFit) {
       ASSERT_EQ(keys % 128, 0) << at;
       ASSERT_EQ((keys / 128) & (keys / 128 - 1), 0) << at;  // a power of two
       ASSERT_LE(range / keys, std::max(most, 1)) << at;
-      if (keys > 128) ASSERT_GT(range / (keys / 2), std::max(most, 1)) << at;  // none shorter fits
+      if (keys > 128) {
+        ASSERT_GT(range / (keys / 2), std::max(most, 1)) << at;  // none shorter fits
+      }
       ASSERT_EQ(fc::group_keys_for(range, most, 128, 512), std::min(keys, 512)) << at;  // the cap
     }
   const int both[2] = {16, 33};

@@ -86,3 +86,5 @@ inline SplitTiers uniform_tiers(int keys) {
 }
 
 }  // namespace flashdraft::ops::cuda
+
+#undef FD_SPLITS_UNROLL

@@ -845,22 +845,16 @@ void check_tensor(const Tensor& t, const char* name, int64_t min_cols) {
 }
 
 template <int HD, int WM, int WK>
-void launch(Params& prm, const attention::AttnShape& shape, const AttnBatch& batch, const attention::LaunchPlan& L,
-            int dev, AttentionWorkspace& ws, cudaStream_t stream) {
+void launch(Params& prm, const AttnBatch& batch, const attention::LaunchPlan& L, int dev, AttentionWorkspace& ws,
+            cudaStream_t stream) {
   constexpr int kStages = stages_of(WM, WK);
   using C = Cfg<HD, WM, WK, kStages>;
   prm.m_tiles = L.m_tiles;
   const int64_t groups = L.grouping.groups;
   prm.groups = static_cast<int>(groups);
   prm.group_keys = static_cast<int>(L.grouping.group_keys);
-  // A CTA of a shorter range than `reach` refits (Params::fit_most), bounded
-  // by the grid's groups: with its range equal to reach that gives
-  // group_keys again (each step's shortest fit is group_keys or longer).
-  prm.fit_most[0] = prm.fit_most[1] = 0;
-  if (groups > 1 && attention::forced_groups() == 0) {
-    prm.fit_most[0] = std::min(L.grouping.most[0], prm.groups);
-    prm.fit_most[1] = std::min(L.grouping.most[1], prm.groups);
-  }
+  prm.fit_most[0] = L.grouping.fit_most[0];
+  prm.fit_most[1] = L.grouping.fit_most[1];
   const int64_t slots = L.slots;
   prm.slots = static_cast<int>(slots);
   if (groups > 1) {
@@ -881,7 +875,6 @@ void launch(Params& prm, const attention::AttnShape& shape, const AttnBatch& bat
 
   const int64_t ctas = L.units * groups;
   if (ctas > 0x7fffffff) throw Error("paged_attention: batch too large for one grid");
-  g_last_plan = attention::describe(L, shape);
   // Shared memory for per_sm CTAs and no more: over a (per_sm + 1)-th of
   // the multiprocessor's (each CTA also holds 1 KB the system reserves).
   const int smem = L.per_sm < C::kCtasPerSm
@@ -909,7 +902,6 @@ void launch(Params& prm, const attention::AttnShape& shape, const AttnBatch& bat
 template <int HD>
 struct LaunchLayout {
   Params& prm;
-  const attention::AttnShape& shape;
   const AttnBatch& batch;
   const attention::LaunchPlan& L;
   int dev;
@@ -917,7 +909,7 @@ struct LaunchLayout {
   cudaStream_t stream;
   template <int WM, int WK>
   void run() {
-    launch<HD, WM, WK>(prm, shape, batch, L, dev, ws, stream);
+    launch<HD, WM, WK>(prm, batch, L, dev, ws, stream);
   }
 };
 
@@ -928,8 +920,9 @@ void launch_hd(Params& prm, const attention::AttnShape& shape, const AttnBatch& 
   if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kMaxDevices)
     throw Error("paged_attention: no usable current CUDA device");
   const attention::LaunchPlan L = attention::plan_launch(shape, batch, span, device_limits(dev).sms);
-  if (!attention::with_layout(10 * L.wm + L.wk, LaunchLayout<HD>{prm, shape, batch, L, dev, ws, stream}))
+  if (!attention::with_layout(10 * L.wm + L.wk, LaunchLayout<HD>{prm, batch, L, dev, ws, stream}))
     throw Error("paged_attention: no kernel for the warp layout " + std::to_string(L.wm) + " x " + std::to_string(L.wk));
+  g_last_plan = attention::describe(L, shape);
 }
 
 }  // namespace

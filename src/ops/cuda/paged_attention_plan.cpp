@@ -75,6 +75,11 @@ Grouping plan_groups(const SplitTiers& splits, int64_t units, int64_t n_kv, int6
           path_tiles(units, n_kv, g.groups, g.group_keys, reach, g.capacity))
     --g.groups;
   if (g.groups <= 1) g.group_keys = reach;
+  // A CTA of a shorter range than `reach` refits, bounded by the grid's
+  // groups: with its range equal to reach that gives group_keys again (each
+  // step's shortest fit is group_keys or longer).
+  if (g.groups > 1 && g_forced_groups == 0)
+    for (int i = 0; i < 2; ++i) g.fit_most[i] = static_cast<int>(std::min<int64_t>(g.most[i], g.groups));
   return g;
 }
 
@@ -165,8 +170,6 @@ PagedAttentionPlan describe(const LaunchPlan& L, const AttnShape& shape) {
                             shape.splits.len[0],
                             L.per_sm};
 }
-
-int forced_groups() { return g_forced_groups; }
 
 int64_t attention_shape(AttnShape& shape, const AttnBatch& batch, const AttentionMask& mask, int64_t n_heads,
                         int64_t n_kv_heads) {

@@ -42,8 +42,12 @@ int64_t attention_shape(AttnShape& shape, const AttnBatch& batch, const Attentio
 // multiprocessor.
 struct Grouping {
   int64_t groups = 1, group_keys = 0;
-  int most[2] = {0, 0};  // the host's rule's bounds (the kernel's Params::fit_most before the grid's cap)
+  int most[2] = {0, 0};  // the host's rule's bounds
   int64_t capacity = 0;  // CTAs resident at once
+  // What a CTA refits its groups by (the kernel's Params::fit_most): the
+  // bounds capped at the grid's groups; 0 where the groups are fixed (one
+  // group, or the forced-splits hook).
+  int fit_most[2] = {0, 0};
 };
 // A launch, decided on the host before anything runs: the warp layout (wm
 // rows of 16 entries x wk warps sharing each K/V tile), how many CTAs a
@@ -61,9 +65,6 @@ struct LaunchPlan {
 
 LaunchPlan plan_launch(const AttnShape& shape, const AttnBatch& batch, int64_t span, int64_t sms);
 PagedAttentionPlan describe(const LaunchPlan& L, const AttnShape& shape);
-// The forced-splits hook's groups (0: unset); with it set a CTA keeps its
-// groups rather than refitting them to its own key range.
-int forced_groups();
 
 // The warp layouts the kernel is built for, by code (10 * warps along M +
 // warps sharing a tile): calls f.template run<WM, WK>() for the code's
