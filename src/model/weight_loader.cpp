@@ -63,15 +63,25 @@ void WeightLoader::load(const LoadProgress& progress, const std::function<bool(c
     // Dummy weights keep activations at a sane scale: norms at 1, matrices
     // uniform with variance 1 / fan_in, so nothing overflows in bf16.
     // Seeded by name, so a tensor declared in two places (fused copies) gets
-    // the same values in both.
+    // the same values in both. A rank's part is cut from the whole tensor's
+    // values, so every tensor-parallel size builds the same model.
     for (const auto& d : decls_) {
       const uint64_t seed = seed_ ^ std::hash<std::string>{}(d.name);
-      if (d.shape.size() == 1) {
-        backend_.fill_uniform(d.dest, seed, 0.95f, 1.05f);
-      } else {
-        const float a = std::sqrt(3.0f / static_cast<float>(d.shape.back()));
-        backend_.fill_uniform(d.dest, seed, -a, a);
+      const float a = d.shape.size() == 1 ? 0.0f : std::sqrt(3.0f / static_cast<float>(d.shape.back()));
+      const float lo = d.shape.size() == 1 ? 0.95f : -a, hi = d.shape.size() == 1 ? 1.05f : a;
+      if (d.part.count == 0) {
+        backend_.fill_uniform(d.dest, seed, lo, hi);
+        continue;
       }
+      // The fill draws element i of a contiguous tensor from (seed, i): the
+      // whole tensor as [dim 0, the rest], then this rank's rows or columns.
+      const int64_t rows = d.shape[0], cols = numel(d.shape) / rows;
+      const ops::OwnedTensor whole = backend_.alloc_tensor(d.dest.dtype, rows, cols);
+      backend_.fill_uniform(whole.t, seed, lo, hi);
+      const ops::Tensor part =
+          d.part.dim == 0 ? whole.t.row_slice(d.part.begin, d.part.count) : whole.t.col_slice(d.part.begin, d.part.count);
+      backend_.copy(part, d.dest.reshape(part.rows, part.cols));
+      backend_.synchronize();  // before `whole` is freed
     }
     backend_.synchronize();
     prepare_matmul_weights();

@@ -10,7 +10,9 @@
 //
 // Without a checkpoint (--load-format dummy) every declared tensor is filled
 // with seeded random values instead: real shapes, meaningless numbers, for
-// timing real-size models on machines that have no checkpoint.
+// timing real-size models on machines that have no checkpoint. A Part gets
+// its share of the whole tensor's values: the same model at every
+// tensor-parallel size.
 #include <cstddef>
 #include <cstdint>
 #include <functional>

@@ -2,9 +2,10 @@
 // rank: logits of a batched prefill then decode of two requests, for the
 // tiny Qwen3 (tied head; 2 KV heads: split over 2 ranks, each held by two
 // ranks of 4) and the tiny Llama (q/k/v/o biases, untied head, 1 KV head
-// held by every rank). The sums over ranks add partial dot products in
-// another order, so logits agree to f32 rounding, and the split greedy
-// argmax equals the whole row's.
+// held by every rank), loaded from the checkpoint and as --load-format
+// dummy's random weights (the same model at every rank count). The sums
+// over ranks add partial dot products in another order, so logits agree to
+// f32 rounding, and the split greedy argmax equals the whole row's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,15 +29,18 @@ struct Result {
 };
 
 // Step 1: request 0 prefills 7 tokens, request 1 5 tokens (every row's
-// logits); step 2: one decode row each.
-Result run(const std::string& name, int ranks) {
+// logits); step 2: one decode row each. dummy: --load-format dummy's random
+// weights instead of the checkpoint's.
+Result run(const std::string& name, int ranks, bool dummy = false) {
   const auto dir = std::filesystem::path(FD_FIXTURES_DIR) / name;
   const auto ckpt = io::Checkpoint::open(dir);
   const auto cfg = io::load_model_config(dir);
+  const io::Checkpoint* weights = dummy ? nullptr : &ckpt;
   std::unique_ptr<Qwen3Model> root =
-      ranks == 1 ? Qwen3Model::load(ckpt, cfg)
-                 : Qwen3Model::load_sharded(&ckpt, cfg, ops::make_rank_backends("cpu", ranks),
-                                            parallel::make_group("cpu", ranks));
+      ranks > 1    ? Qwen3Model::load_sharded(weights, cfg, ops::make_rank_backends("cpu", ranks),
+                                              parallel::make_group("cpu", ranks))
+      : dummy ? Qwen3Model::load_dummy(cfg, nullptr)
+              : Qwen3Model::load(ckpt, cfg);
   std::vector<Qwen3Model*> shards{root.get()};
   std::vector<parallel::Communicator*> comms{root->shard().comm};
   for (const auto& p : root->peers()) {
@@ -79,11 +83,11 @@ Result run(const std::string& name, int ranks) {
   return out;
 }
 
-class SplitForward : public ::testing::TestWithParam<std::tuple<const char*, int>> {};
+class SplitForward : public ::testing::TestWithParam<std::tuple<const char*, int, bool>> {};
 
 TEST_P(SplitForward, MatchesOneRank) {
-  const auto [name, ranks] = GetParam();
-  const Result one = run(name, 1), split = run(name, ranks);
+  const auto [name, ranks, dummy] = GetParam();
+  const Result one = run(name, 1, dummy), split = run(name, ranks, dummy);
   ASSERT_EQ(split.logits.size(), one.logits.size());
   ASSERT_EQ(one.logits.size(), 14u * static_cast<size_t>(io::load_model_config(
                                           std::filesystem::path(FD_FIXTURES_DIR) / name).vocab_size));
@@ -102,11 +106,13 @@ TEST_P(SplitForward, MatchesOneRank) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiny, SplitForward,
-                         ::testing::Combine(::testing::Values("tiny-qwen3", "tiny-llama"), ::testing::Values(2, 4)),
+                         ::testing::Combine(::testing::Values("tiny-qwen3", "tiny-llama"), ::testing::Values(2, 4),
+                                            ::testing::Bool()),
                          [](const auto& info) {
                            std::string n = std::get<0>(info.param);
                            std::replace(n.begin(), n.end(), '-', '_');
-                           return n + "_" + std::to_string(std::get<1>(info.param)) + "ranks";
+                           return n + "_" + std::to_string(std::get<1>(info.param)) + "ranks" +
+                                  (std::get<2>(info.param) ? "_dummy" : "");
                          });
 
 TEST(SplitForward, OneRequestConveniencesRefuseAShard) {
