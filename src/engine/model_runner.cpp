@@ -167,6 +167,7 @@ GraphCaptureReport ModelRunner::capture_graphs() {
 
 void ModelRunner::run(const StepPlan& plan, const BlockManager& blocks, const std::function<void()>& while_running) {
   if (ranks_ && !dispatching_) {
+    PenaltyStep::update_histories(plan);  // the ranks' runners then only read them
     on_every_rank([&](ModelRunner& r) { r.run(plan, blocks); });
     if (while_running) while_running();  // after the ranks' steps: no overlap with tensor parallelism yet
     return;
@@ -339,9 +340,11 @@ void ModelRunner::launch(const StepPlan& plan, const BlockManager& blocks, const
   } else {
     prepare(seqs, 0);
     if (ahead) follow(*ahead, plan, seqs.size());
-    if (penalized)
+    if (penalized) {
+      if (!target_.shard().active()) PenaltyStep::update_histories(plan);  // else run() did, before the ranks
       penalties_.prepare(target_.backend(), plan, cur_.logit_begin, cur_.logit_count, cur_.draft_begin,
                          cur_.draft_count);
+    }
     // An eager step that sets all its rows aside has the forward write the
     // taps where they are booked, instead of copying them there after it
     // (a launch and a copy of every row's taps: ~10 us of a prefill step at

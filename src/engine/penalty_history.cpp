@@ -13,8 +13,8 @@ PenaltyHistory::Item& PenaltyHistory::find_or_insert(int32_t token, int32_t coun
   return *it;
 }
 
-void PenaltyHistory::append_items(std::span<const int32_t> prompt, std::span<const int32_t> output,
-                                  const SamplingParams& params, std::vector<int32_t>& out) {
+void PenaltyHistory::update(std::span<const int32_t> prompt, std::span<const int32_t> output,
+                            const SamplingParams& params) {
   if (!built_) {
     items_.reserve(prompt.size() + params.logit_bias.size());
     for (int32_t t : prompt) items_.push_back({t, 0, 0.0f});
@@ -29,6 +29,9 @@ void PenaltyHistory::append_items(std::span<const int32_t> prompt, std::span<con
     Item& item = find_or_insert(output[folded_], 0);
     item.count = std::max(item.count, 0) + 1;
   }
+}
+
+void PenaltyHistory::append_items(std::vector<int32_t>& out) const {
   static_assert(ops::penalty_math::kItemWords == 3);
   for (const Item& item : items_) {
     int32_t bias;

@@ -16,10 +16,11 @@ namespace flashdraft::engine {
 class PenaltyHistory {
  public:
   // Brings the list up to prompt + output (output only ever grows; the
-  // prompt and params must be the same on every call) and appends its items
-  // (ops::penalty_math::kItemWords words each) to `out`.
-  void append_items(std::span<const int32_t> prompt, std::span<const int32_t> output, const SamplingParams& params,
-                    std::vector<int32_t>& out);
+  // prompt and params must be the same on every call).
+  void update(std::span<const int32_t> prompt, std::span<const int32_t> output, const SamplingParams& params);
+  // Appends the list's items (ops::penalty_math::kItemWords words each) to
+  // `out`. Reads only: the ranks of a tensor-parallel runner call it at once.
+  void append_items(std::vector<int32_t>& out) const;
   size_t size() const { return items_.size(); }
 
  private:

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <mutex>
 
 #include "model/activation_buffers.h"
 #include "ops/penalty_math.h"
@@ -18,6 +17,14 @@ bool decides_with_penalties(const ScheduledRequest& e) {
 
 bool PenaltyStep::needed(const StepPlan& plan) {
   return std::any_of(plan.entries.begin(), plan.entries.end(), decides_with_penalties);
+}
+
+void PenaltyStep::update_histories(const StepPlan& plan) {
+  for (const ScheduledRequest& e : plan.entries) {
+    if (!decides_with_penalties(e)) continue;
+    Request& r = *e.request;
+    r.penalty_history.update(r.prompt, r.output, r.params);
+  }
 }
 
 void PenaltyStep::prepare(ops::Backend& be, const StepPlan& plan, std::span<const int64_t> logit_begin,
@@ -47,15 +54,7 @@ void PenaltyStep::prepare(ops::Backend& be, const StepPlan& plan, std::span<cons
       p.frequency = static_cast<float>(r.params.frequency_penalty);
       p.presence = static_cast<float>(r.params.presence_penalty);
       p.items_begin = static_cast<int32_t>((host_.size() - items_at) / kItem);
-      {
-        // The ranks of a tensor-parallel runner prepare the same step at once
-        // from one plan, and the request's history is one object they share:
-        // its update takes turns (the later rank finds it current and reads
-        // the same items).
-        static std::mutex history_update;
-        std::lock_guard lock(history_update);
-        r.penalty_history.append_items(r.prompt, r.output, r.params, host_);
-      }
+      r.penalty_history.append_items(host_);
       p.items_count = static_cast<int32_t>((host_.size() - items_at) / kItem) - p.items_begin;
       p.drafts_begin = static_cast<int32_t>(draft_begin[i]);
     }

@@ -21,6 +21,11 @@ class PenaltyStep {
   // Whether some entry of the plan that decides a token (a decode entry, or
   // the chunk that ends a prefill) has penalties or a logit bias.
   static bool needed(const StepPlan& plan);
+  // Brings the PenaltyHistory of every such entry's request up to its
+  // output; before prepare, once per step, on one thread: the ranks of a
+  // tensor-parallel runner then prepare the same step at once, reading
+  // the histories they share.
+  static void update_histories(const StepPlan& plan);
 
   // Builds and uploads the step's rows and items; the runner lays out the
   // step: plan entry i owns logits rows [logit_begin[i], + logit_count[i])

@@ -51,7 +51,8 @@ TEST(Penalize, HandWorkedRow) {
   PenaltyHistory h;
   std::vector<int32_t> items;
   const std::vector<int32_t> prompt{0, 1, 0}, output{2, 2};
-  h.append_items(prompt, output, p, items);
+  h.update(prompt, output, p);
+  h.append_items(items);
   std::vector<float> l{3.0f, -3.0f, 1.0f, 5.0f, 7.0f};
   ops::PenaltyRow row{.repetition = 2.0f, .frequency = 0.5f, .presence = 0.25f,
                       .items_count = static_cast<int32_t>(items.size() / 3)};
@@ -90,9 +91,9 @@ TEST(Penalize, VerifyRowsCountTheirDrafts) {
     std::vector<int32_t> items;
     // Grown in two steps, as a request's output grows.
     const size_t half = output.size() / 2;
-    std::vector<int32_t> scratch;
-    h.append_items(prompt, std::span(output).first(half), p, scratch);
-    h.append_items(prompt, output, p, items);
+    h.update(prompt, std::span(output).first(half), p);
+    h.update(prompt, output, p);
+    h.append_items(items);
 
     std::vector<float> l(static_cast<size_t>((k + 1) * kVocab));
     for (float& x : l) x = rng() % 9 == 0 ? 0.0f : u(rng);
