@@ -11,9 +11,9 @@
 
 namespace flashdraft::model {
 
-std::unique_ptr<DFlashDrafter> DFlashDrafter::load_shards(const DFlashConfig& cfg, const Qwen3Model& target,
-                                                          ops::WeightQuant quant,
-                                                          const std::function<void(DFlashDrafter&)>& load) {
+std::unique_ptr<DFlashDrafter> DFlashDrafter::load_shards(
+    const DFlashConfig& cfg, const Qwen3Model& target, ops::WeightQuant quant, const LoadProgress& progress,
+    const std::function<void(DFlashDrafter&, const LoadProgress&)>& load) {
   const int size = target.shard().size;
   if (size > 1) {
     const std::string where = "the drafter's config.json: ";
@@ -24,30 +24,33 @@ std::unique_ptr<DFlashDrafter> DFlashDrafter::load_shards(const DFlashConfig& cf
                   std::to_string(target.config().hidden_size) + ") is not divisible by --tensor-parallel-size " +
                   std::to_string(size));
   }
-  const auto load_one = [&](DFlashDrafter& one) {
-    one.quant_ = quant;
-    load(one);
-    one.quantize_lm_head();
+  const auto load_one = [&](const Qwen3Model& shard, const LoadProgress& part) {
+    auto one = std::unique_ptr<DFlashDrafter>(new DFlashDrafter(cfg, shard));
+    one->quant_ = quant;
+    load(*one, part);
+    one->quantize_lm_head();
+    return one;
   };
-  auto d = std::unique_ptr<DFlashDrafter>(new DFlashDrafter(cfg, target));
-  load_one(*d);
-  for (const auto& peer : target.peers()) {
-    peer->shard().comm->bind_thread();  // its buffers on its device
-    d->peers_.push_back(std::unique_ptr<DFlashDrafter>(new DFlashDrafter(cfg, *peer)));
-    load_one(*d->peers_.back());
-  }
-  if (target.shard().comm) target.shard().comm->bind_thread();
+  if (size == 1) return load_one(target, progress);
+  std::vector<std::unique_ptr<DFlashDrafter>> shards(static_cast<size_t>(size));
+  std::vector<parallel::Communicator*> comms{target.shard().comm};
+  for (const auto& peer : target.peers()) comms.push_back(peer->shard().comm);
+  load_on_every_rank(comms, progress, [&](int r, const LoadProgress& part) {
+    shards[static_cast<size_t>(r)] = load_one(r == 0 ? target : *target.peers()[static_cast<size_t>(r - 1)], part);
+  });
+  auto d = std::move(shards[0]);
+  for (size_t r = 1; r < shards.size(); ++r) d->peers_.push_back(std::move(shards[r]));
   return d;
 }
 
 std::unique_ptr<DFlashDrafter> DFlashDrafter::load(const io::Checkpoint& ckpt, const io::ModelConfig& drafter_cfg,
                                                    const Qwen3Model& target, const LoadProgress& progress,
                                                    ops::WeightQuant quant) {
-  return load_shards(parse_dflash_config(drafter_cfg, target.config(), ckpt.dir()), target, quant,
-                     [&](DFlashDrafter& d) {
+  return load_shards(parse_dflash_config(drafter_cfg, target.config(), ckpt.dir()), target, quant, progress,
+                     [&](DFlashDrafter& d, const LoadProgress& part) {
     WeightLoader loader(d.backend_, &ckpt);
     d.declare(loader);
-    loader.load(progress, [](const std::string&) { return false; },
+    loader.load(part, [](const std::string&) { return false; },
                 "DFlash drafter with " + std::to_string(d.cfg_.model.num_hidden_layers) +
                     " layers (it uses the target's embedding and lm_head)");
   });
@@ -61,8 +64,8 @@ std::unique_ptr<DFlashDrafter> DFlashDrafter::load(const std::filesystem::path& 
 
 std::unique_ptr<DFlashDrafter> DFlashDrafter::load_dummy(const std::filesystem::path& dir, const Qwen3Model& target,
                                                          uint64_t seed, ops::WeightQuant quant) {
-  return load_shards(parse_dflash_config(load_drafter_model_config(dir), target.config(), dir), target, quant,
-                     [&](DFlashDrafter& d) {
+  return load_shards(parse_dflash_config(load_drafter_model_config(dir), target.config(), dir), target, quant, {},
+                     [&](DFlashDrafter& d, const LoadProgress&) {
                        WeightLoader loader(d.backend_, nullptr, seed);
                        d.declare(loader);
                        loader.load({}, {}, "DFlash drafter");

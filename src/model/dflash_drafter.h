@@ -117,10 +117,11 @@ class DFlashDrafter {
  private:
   DFlashDrafter(DFlashConfig cfg, const Qwen3Model& target);
   // One drafter per shard of `target` (rank 0's returned, owning the others),
-  // each declared and then loaded by `load`.
-  static std::unique_ptr<DFlashDrafter> load_shards(const DFlashConfig& cfg, const Qwen3Model& target,
-                                                    ops::WeightQuant quant,
-                                                    const std::function<void(DFlashDrafter&)>& load);
+  // each declared and then loaded by `load` with its share of `progress`
+  // (the shards at once: load_on_every_rank).
+  static std::unique_ptr<DFlashDrafter> load_shards(
+      const DFlashConfig& cfg, const Qwen3Model& target, ops::WeightQuant quant, const LoadProgress& progress,
+      const std::function<void(DFlashDrafter&, const LoadProgress&)>& load);
   void declare(WeightLoader& loader);
   // A quantized drafter's own copy of the target's lm head, rounded.
   void quantize_lm_head();

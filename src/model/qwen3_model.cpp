@@ -71,21 +71,17 @@ std::unique_ptr<Qwen3Model> Qwen3Model::load_sharded(const io::Checkpoint* ckpt,
   const std::string where = (ckpt ? ckpt->dir().string() + "/" : std::string()) + "config.json: ";
   check_geometry(cfg, where);
   check_shardable(cfg, size, where, /*vocab=*/true);
-  std::vector<std::unique_ptr<Qwen3Model>> shards;
-  for (int r = 0; r < size; ++r) {
-    // Rank r's buffers are made on its device.
-    group[static_cast<size_t>(r)]->bind_thread();
-    auto m = std::unique_ptr<Qwen3Model>(
-        new Qwen3Model(cfg, backends[static_cast<size_t>(r)], Shard::of(group[static_cast<size_t>(r)].get())));
+  std::vector<std::unique_ptr<Qwen3Model>> shards(static_cast<size_t>(size));
+  std::vector<parallel::Communicator*> comms;
+  for (const auto& c : group) comms.push_back(c.get());
+  load_on_every_rank(comms, progress, [&](int r, const LoadProgress& part) {
+    const auto i = static_cast<size_t>(r);
+    auto m = std::unique_ptr<Qwen3Model>(new Qwen3Model(cfg, backends[i], Shard::of(comms[i])));
     WeightLoader loader(*m->backend_, ckpt, seed);
     m->declare(loader);
-    LoadProgress part;
-    if (progress)
-      part = [&progress, r, size](size_t done, size_t total) { progress(r * total + done, size * total); };
     loader.load(part, [&](const std::string& n) { return ignorable(n, cfg); }, describe(cfg));
-    shards.push_back(std::move(m));
-  }
-  group[0]->bind_thread();
+    shards[i] = std::move(m);
+  });
   auto root = std::move(shards[0]);
   for (size_t r = 1; r < shards.size(); ++r) root->peers_.push_back(std::move(shards[r]));
   root->group_ = std::move(group);

@@ -3,11 +3,14 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <mutex>
+#include <numeric>
 #include <set>
 #include <utility>
 
 #include "core/error.h"
 #include "io/tensor_view.h"
+#include "parallel/rank_threads.h"
 
 namespace flashdraft::model {
 namespace {
@@ -144,6 +147,25 @@ void WeightLoader::prepare_matmul_weights() {
     else
       backend_.prepare_matmul_weight(*w, quant_);
   }
+}
+
+void load_on_every_rank(const std::vector<parallel::Communicator*>& comms, const LoadProgress& progress,
+                        const std::function<void(int rank, const LoadProgress& progress)>& load) {
+  std::mutex mu;
+  std::vector<size_t> done(comms.size(), 0);
+  const auto size = static_cast<size_t>(comms.size());
+  comms[0]->bind_thread();
+  parallel::RankThreads ranks(comms);
+  ranks.run([&](int r) {
+    LoadProgress mine;
+    if (progress)
+      mine = [&, r](size_t bytes, size_t total) {
+        std::lock_guard lock(mu);
+        done[static_cast<size_t>(r)] = bytes;
+        progress(std::accumulate(done.begin(), done.end(), size_t{0}), size * total);
+      };
+    load(r, mine);
+  });
 }
 
 }  // namespace flashdraft::model

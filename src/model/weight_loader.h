@@ -22,6 +22,7 @@
 
 #include "io/checkpoint.h"
 #include "ops/backend.h"
+#include "parallel/communicator.h"
 
 namespace flashdraft::model {
 
@@ -79,5 +80,14 @@ class WeightLoader {
   std::vector<std::pair<ops::OwnedTensor*, bool>> matmul_weights_;  // (weight, is a [gate; up] one)
   ops::WeightQuant quant_ = ops::WeightQuant::None;
 };
+
+// Tensor parallelism: runs load(r, progress_r) for every rank r of a group
+// at once, each on a thread bound to comms[r] (its buffers on its device;
+// rank 0 on the caller's thread, bound to comms[0] from then on). The
+// ranks' bytes are summed into `progress`, one call at a time (every rank's
+// total is the same: each declares every checkpoint tensor). A rank's error
+// is rethrown once every rank has stopped.
+void load_on_every_rank(const std::vector<parallel::Communicator*>& comms, const LoadProgress& progress,
+                        const std::function<void(int rank, const LoadProgress& progress)>& load);
 
 }  // namespace flashdraft::model

@@ -5,17 +5,24 @@
 // held by every rank), loaded from the checkpoint and as --load-format
 // dummy's random weights (the same model at every rank count). The sums
 // over ranks add partial dot products in another order, so logits agree to
-// f32 rounding, and the split greedy argmax equals the whole row's.
+// f32 rounding, and the split greedy argmax equals the whole row's. Then
+// how the ranks load (load_on_every_rank): at once, one progress count,
+// errors that name their file and tensor.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <mutex>
 #include <numeric>
+#include <thread>
 
 #include "core/error.h"
 #include "io/checkpoint.h"
 #include "io/model_config.h"
 #include "model/qwen3_model.h"
+#include "model/weight_loader.h"
 #include "ops/backend_factory.h"
 #include "ops/ops.h"
 #include "parallel/rank_threads.h"
@@ -114,6 +121,73 @@ INSTANTIATE_TEST_SUITE_P(Tiny, SplitForward,
                            return n + "_" + std::to_string(std::get<1>(info.param)) + "ranks" +
                                   (std::get<2>(info.param) ? "_dummy" : "");
                          });
+
+// The ranks load at once (load_on_every_rank): one progress count, the
+// ranks' bytes summed, rising to every rank's whole checkpoint.
+TEST(SplitLoad, ProgressSumsTheRanks) {
+  const auto dir = std::filesystem::path(FD_FIXTURES_DIR) / "tiny-qwen3";
+  const auto ckpt = io::Checkpoint::open(dir);
+  constexpr int kRanks = 4;
+  std::vector<std::pair<size_t, size_t>> calls;
+  const auto m = Qwen3Model::load_sharded(&ckpt, io::load_model_config(dir), ops::make_rank_backends("cpu", kRanks),
+                                          parallel::make_group("cpu", kRanks),
+                                          [&](size_t done, size_t total) { calls.emplace_back(done, total); });
+  ASSERT_FALSE(calls.empty());
+  for (size_t i = 0; i < calls.size(); ++i) {
+    EXPECT_EQ(calls[i].second, kRanks * ckpt.total_bytes()) << i;
+    if (i > 0) {
+      EXPECT_GE(calls[i].first, calls[i - 1].first) << i;
+    }
+  }
+  EXPECT_EQ(calls.back().first, calls.back().second);
+}
+
+// Every rank's load runs at the same time as the others', rank 0 on the
+// caller's thread: each waits (up to 10 s) until all have started.
+TEST(SplitLoad, RanksLoadAtOnce) {
+  constexpr int kRanks = 3;
+  const auto group = parallel::make_group("cpu", kRanks);
+  std::vector<parallel::Communicator*> comms;
+  for (const auto& c : group) comms.push_back(c.get());
+  std::mutex mu;
+  std::condition_variable cv;
+  int started = 0;
+  std::vector<bool> met(kRanks, false);
+  std::vector<std::thread::id> threads(kRanks);
+  load_on_every_rank(comms, {}, [&](int r, const LoadProgress&) {
+    threads[static_cast<size_t>(r)] = std::this_thread::get_id();
+    std::unique_lock lock(mu);
+    ++started;
+    cv.notify_all();
+    met[static_cast<size_t>(r)] = cv.wait_for(lock, std::chrono::seconds(10), [&] { return started == kRanks; });
+  });
+  for (int r = 0; r < kRanks; ++r) EXPECT_TRUE(met[static_cast<size_t>(r)]) << "rank " << r << " loaded alone";
+  EXPECT_EQ(threads[0], std::this_thread::get_id());
+  EXPECT_NE(threads[1], threads[0]);
+  EXPECT_NE(threads[2], threads[1]);
+}
+
+// A checkpoint that does not match its config fails on every rank's thread;
+// the error still names the file and the tensor, and nothing waits forever.
+TEST(SplitLoad, ARankErrorNamesTheFileAndTensor) {
+  const auto fixture = std::filesystem::path(FD_FIXTURES_DIR) / "tiny-qwen3";
+  const auto dir = std::filesystem::path(::testing::TempDir()) / "tp_load_mismatch";
+  std::filesystem::remove_all(dir);
+  std::filesystem::copy(fixture, dir);
+  io::ModelConfig cfg = io::load_model_config(dir);
+  cfg.intermediate_size = 256;  // still divisible by the ranks; not the weights' 128
+  const auto ckpt = io::Checkpoint::open(dir);
+  try {
+    Qwen3Model::load_sharded(&ckpt, cfg, ops::make_rank_backends("cpu", 2), parallel::make_group("cpu", 2));
+    FAIL() << "a 256-wide MLP loaded from 128-wide weights";
+  } catch (const flashdraft::Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(".safetensors"), std::string::npos) << what;
+    EXPECT_NE(what.find("mlp."), std::string::npos) << what;
+    EXPECT_NE(what.find("has shape"), std::string::npos) << what;
+  }
+  std::filesystem::remove_all(dir);
+}
 
 TEST(SplitForward, OneRequestConveniencesRefuseAShard) {
   const auto dir = std::filesystem::path(FD_FIXTURES_DIR) / "tiny-qwen3";
