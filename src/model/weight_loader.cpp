@@ -70,7 +70,7 @@ void WeightLoader::load(const LoadProgress& progress, const std::function<bool(c
     // values, so every tensor-parallel size builds the same model.
     for (const auto& d : decls_) {
       const uint64_t seed = seed_ ^ std::hash<std::string>{}(d.name);
-      const bool norm = d.shape.size() == 1;
+      const bool norm = d.shape.size() == 1;  // norm weights (biases too): near 1
       const float a = norm ? 0.0f : std::sqrt(3.0f / static_cast<float>(d.shape.back()));
       const float lo = norm ? 0.95f : -a, hi = norm ? 1.05f : a;
       if (d.part.count == 0) {
