@@ -3,6 +3,7 @@
 // shipped tiny model never writes. The protocol layer is the real one.
 // Usage: fd_scripted_server --model DIR [--api-key KEY]
 // Prints "listening on http://127.0.0.1:PORT" to stderr; stops on SIGTERM.
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -29,8 +30,11 @@ int main(int argc, char** argv) {
   model->chat_template_error = files.chat_template_error;
   model->defaults = files.defaults;
   model->max_model_len = files.config.max_position_embeddings;
-  model->generator =
-      std::make_unique<server::test::ScriptedGenerator>(files.tokenizer, *files.tokenizer.token_to_id("<|im_end|>"));
+  // 20 ms between steps: the e2e test checks that a streamed answer comes in
+  // pieces, which a stream writer delayed past one step (a loaded 2-core CI
+  // machine, 2 ms steps) would merge into one.
+  model->generator = std::make_unique<server::test::ScriptedGenerator>(
+      files.tokenizer, *files.tokenizer.token_to_id("<|im_end|>"), std::chrono::milliseconds(20));
 
   server::ServerOptions options;
   options.port = 0;
