@@ -13,9 +13,7 @@
 namespace flashdraft::engine {
 
 void ModelRunner::start_ranks() {
-  std::vector<parallel::Communicator*> comms{target_.shard().comm};
-  for (const auto& peer : target_.peers()) comms.push_back(peer->shard().comm);
-  ranks_ = std::make_unique<parallel::RankThreads>(std::move(comms));
+  ranks_ = std::make_unique<parallel::RankThreads>(target_.rank_comms());
   peers_.resize(target_.peers().size());
   RunnerOptions peer_options = options_;
   // Each rank's runner is made on its own thread (its buffers on its device).

@@ -33,9 +33,7 @@ std::unique_ptr<DFlashDrafter> DFlashDrafter::load_shards(
   };
   if (size == 1) return load_one(target, progress);
   std::vector<std::unique_ptr<DFlashDrafter>> shards(static_cast<size_t>(size));
-  std::vector<parallel::Communicator*> comms{target.shard().comm};
-  for (const auto& peer : target.peers()) comms.push_back(peer->shard().comm);
-  load_on_every_rank(comms, progress, [&](int r, const LoadProgress& part) {
+  load_on_every_rank(target.rank_comms(), progress, [&](int r, const LoadProgress& part) {
     shards[static_cast<size_t>(r)] = load_one(r == 0 ? target : *target.peers()[static_cast<size_t>(r - 1)], part);
   });
   auto d = std::move(shards[0]);

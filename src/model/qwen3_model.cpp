@@ -88,6 +88,12 @@ std::unique_ptr<Qwen3Model> Qwen3Model::load_sharded(const io::Checkpoint* ckpt,
   return root;
 }
 
+std::vector<parallel::Communicator*> Qwen3Model::rank_comms() const {
+  std::vector<parallel::Communicator*> comms{shard_.comm};
+  for (const auto& peer : peers_) comms.push_back(peer->shard().comm);
+  return comms;
+}
+
 Qwen3Model::Qwen3Model(io::ModelConfig cfg, std::shared_ptr<ops::Backend> backend, Shard shard)
     : cfg_(std::move(cfg)), backend_(std::move(backend)), shard_(shard), geo_(LayerGeometry::of(cfg_, shard_)) {
   const RopeTable rope = rope_table(cfg_);

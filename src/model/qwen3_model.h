@@ -54,6 +54,9 @@ class Qwen3Model {
   const Shard& shard() const { return shard_; }
   // Ranks 1 .. of rank 0's shard (empty at size 1 and on the other ranks).
   const std::vector<std::unique_ptr<Qwen3Model>>& peers() const { return peers_; }
+  // Every rank's communicator, rank 0's first (rank 0's shard; for
+  // parallel::RankThreads and load_on_every_rank).
+  std::vector<parallel::Communicator*> rank_comms() const;
   // This rank's columns of the logits: [vocab_begin(), + vocab_count()) (all at size 1).
   int64_t vocab_begin() const { return shard_.begin(cfg_.vocab_size); }
   int64_t vocab_count() const { return shard_.count(cfg_.vocab_size); }
